@@ -1,0 +1,187 @@
+/* rnnstate: expose the hidden state of ONNX recurrent layers (RNN, GRU, LSTM)
+ * as explicit graph inputs and outputs, so that a stateless runtime can run
+ * the model chunk by chunk with the state fed back.
+ *
+ * Typical use:
+ *
+ *     rnnstate_error err;
+ *     rnnstate_model *model;
+ *     rnnstate_report *report;
+ *     if (rnnstate_model_load_file("in.onnx", &model, &err) == RNNSTATE_OK) {
+ *         if (rnnstate_rewrite(model, NULL, &report, &err) == RNNSTATE_OK) {
+ *             rnnstate_model_save_file(model, "out.onnx", &err);
+ *             rnnstate_report_free(report);
+ *         }
+ *         rnnstate_model_free(model);
+ *     }
+ *
+ * Ownership rule, for everything in this header: an object the library hands
+ * out through an out-parameter (a model, a report, a serialized buffer) belongs
+ * to the caller, who releases it with the matching rnnstate_*_free function.
+ * Every string and array reachable from a returned object belongs to that
+ * object and stays valid until the object is freed. The library keeps no
+ * pointer to caller memory after a call returns, and has no global state: a
+ * model may be used from one thread at a time, different models from
+ * different threads at once.
+ *
+ * Errors: every function that can fail returns an rnnstate_status and, when
+ * `err` is not NULL, fills it with the same status and a one-line message that
+ * names the file (or buffer) and the problem. */
+#ifndef RNNSTATE_H
+#define RNNSTATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RNNSTATE_VERSION_STRING "0.1.0"
+
+typedef enum rnnstate_status {
+    RNNSTATE_OK = 0,
+    RNNSTATE_ERR_IO,        /* the file could not be read or written */
+    RNNSTATE_ERR_NOT_MODEL, /* the bytes are not an ONNX ModelProto */
+    RNNSTATE_ERR_INVALID,   /* an ONNX model the rewriter cannot work on */
+    RNNSTATE_ERR_NOMEM,     /* an allocation failed */
+    RNNSTATE_ERR_ARGUMENT   /* the caller passed a bad argument */
+} rnnstate_status;
+
+typedef struct rnnstate_error {
+    rnnstate_status status;
+    char message[512];
+} rnnstate_error;
+
+/* ---- models ------------------------------------------------------------ */
+
+typedef struct rnnstate_model rnnstate_model;
+
+/* Reads and parses an ONNX model. `path` is opened read-only and never
+ * modified. On success *model is a new model the caller frees with
+ * rnnstate_model_free(); on failure *model is NULL. */
+rnnstate_status rnnstate_model_load_file(const char *path, rnnstate_model **model,
+                                         rnnstate_error *err);
+
+/* Parses an ONNX model from `size` bytes at `data` (copied as needed; the
+ * caller keeps ownership of `data`). `label` names the buffer in messages
+ * (e.g. "<stdin>"). */
+rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const char *label,
+                                           rnnstate_model **model, rnnstate_error *err);
+
+/* Serializes the model and writes it to `path` atomically: into a temporary
+ * file in the same directory, flushed to disk, then renamed over `path`. On
+ * any failure no file is left at `path` (a previous file there is kept) and
+ * the temporary file is removed. */
+rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
+                                         rnnstate_error *err);
+
+/* Serializes the model into a new buffer *data of *size bytes, which the
+ * caller frees with rnnstate_buffer_free(). */
+rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned char **data,
+                                           size_t *size, rnnstate_error *err);
+
+void rnnstate_model_free(rnnstate_model *model);
+void rnnstate_buffer_free(unsigned char *data);
+
+/* ---- rewriting --------------------------------------------------------- */
+
+typedef enum rnnstate_state_inputs {
+    /* State inputs get a zero (or the exporter's constant) default, so a
+     * caller may leave them out on the first call. */
+    RNNSTATE_STATE_INPUTS_OPTIONAL = 0,
+    /* State inputs are plain graph inputs without a default: the caller
+     * always passes them (zeros on the first call). */
+    RNNSTATE_STATE_INPUTS_REQUIRED
+} rnnstate_state_inputs;
+
+typedef struct rnnstate_options {
+    rnnstate_state_inputs state_inputs;
+} rnnstate_options;
+
+/* Fills `options` with the defaults (optional state inputs). */
+void rnnstate_options_init(rnnstate_options *options);
+
+typedef enum rnnstate_node_status {
+    RNNSTATE_NODE_UPDATED,         /* state inputs or outputs were added */
+    RNNSTATE_NODE_ALREADY_EXPOSED, /* the model already carries this node's state */
+    RNNSTATE_NODE_SKIPPED          /* left unchanged; `reason` says why */
+} rnnstate_node_status;
+
+/* One dimension of a state shape: a fixed size, or a symbolic name. */
+typedef struct rnnstate_dim {
+    int64_t value;     /* meaningful when param is NULL */
+    const char *param; /* symbolic dimension name, or NULL */
+} rnnstate_dim;
+
+/* A state input and the output that carries its next value. */
+typedef struct rnnstate_state_pair {
+    const char *input;
+    const char *output;
+    size_t rank;
+    const rnnstate_dim *shape;
+    const char *dtype;  /* "float32", "float16", "float64", ... */
+    bool optional;      /* the input has a default and may be left out */
+    bool added;         /* the rewrite created this pair (false: the model had it) */
+} rnnstate_state_pair;
+
+typedef struct rnnstate_node_report {
+    const char *graph;  /* "main" for the model's top-level graph */
+    const char *op;     /* "RNN", "GRU" or "LSTM" */
+    const char *name;   /* the node's name ("" when it has none) */
+    rnnstate_node_status status;
+    const char *reason; /* why the node was skipped, or NULL */
+    size_t n_warnings;
+    const char *const *warnings;
+    size_t n_inputs_added;
+    const char *const *inputs_added;
+    size_t n_outputs_added;
+    const char *const *outputs_added;
+    size_t n_decisions; /* one line per state slot: which rule applied and why */
+    const char *const *decisions;
+} rnnstate_node_report;
+
+typedef struct rnnstate_report {
+    bool changed;       /* the rewrite modified the model */
+    size_t n_nodes;
+    const rnnstate_node_report *nodes;
+    size_t n_pairs;
+    const rnnstate_state_pair *pairs;
+    size_t n_notes;     /* model-level remarks, e.g. "ir_version raised from 3 to 4" */
+    const char *const *notes;
+} rnnstate_report;
+
+/* Rewrites `model` in place. `options` may be NULL for the defaults. On
+ * success *report describes every recurrent node (free it with
+ * rnnstate_report_free()). On failure (only when memory runs out) the model
+ * may be partly rewritten: free it rather than save it. */
+rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *options,
+                                 rnnstate_report **report, rnnstate_error *err);
+
+void rnnstate_report_free(rnnstate_report *report);
+
+/* Writes the report as text, one line per recurrent node, each line prefixed
+ * with `label` (usually the model's file name). With `verbose`, each node's
+ * decisions follow it. */
+void rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
+                                FILE *out);
+
+/* The outcome of one model in a run over several, for the JSON report. */
+typedef struct rnnstate_model_result {
+    const char *input;
+    const char *output;              /* NULL when nothing was written */
+    const rnnstate_report *report;   /* NULL when the model failed */
+    const char *error;               /* NULL unless the model failed */
+} rnnstate_model_result;
+
+/* Writes one JSON document describing `n` model results (the format of the
+ * command line's --json). Returns false on a write error. */
+bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

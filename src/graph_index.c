@@ -1,0 +1,243 @@
+#include "graph_index.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_build.h"
+
+static value_entry *entry_for(graph_index *gi, const char *name)
+{
+    int at = strmap_get(&gi->by_name, name);
+    if (at >= 0)
+        return &gi->values[at];
+    if (gi->n_values == gi->cap_values) {
+        size_t cap = gi->cap_values ? gi->cap_values * 2 : 64;
+        value_entry *grown = realloc(gi->values, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        gi->values = grown;
+        gi->cap_values = cap;
+    }
+    if (!strmap_put(&gi->by_name, name, (int)gi->n_values))
+        return NULL;
+    value_entry *e = &gi->values[gi->n_values++];
+    *e = (value_entry){ .name = name, .producer = -1, .producer_slot = -1, .graph_input = -1,
+                        .initializer = -1, .graph_output = -1, .value_info = -1 };
+    return e;
+}
+
+static bool add_consumer(value_entry *e, int node)
+{
+    int *grown = realloc(e->consumers, (e->n_consumers + 1) * sizeof *grown);
+    if (!grown)
+        return false;
+    grown[e->n_consumers++] = node;
+    e->consumers = grown;
+    return true;
+}
+
+/* Marks every value named inside a subgraph (at any depth) as read there.
+ * Names that the subgraph defines itself are marked too: over-approximating
+ * outer-scope reads only makes the cleanup pass keep a node it could drop. */
+static bool mark_subgraph_reads(const Onnx__GraphProto *graph, void *ctx)
+{
+    graph_index *gi = ctx;
+    for (size_t n = 0; n < graph->n_node; n++) {
+        const Onnx__NodeProto *node = graph->node[n];
+        for (size_t i = 0; i < node->n_input; i++) {
+            int at = strmap_get(&gi->by_name, str_or_empty(node->input[i]));
+            if (at >= 0)
+                gi->values[at].read_by_subgraph = true;
+        }
+        if (!for_each_subgraph(node, mark_subgraph_reads, gi))
+            return false;
+    }
+    for (size_t o = 0; o < graph->n_output; o++) {
+        int at = strmap_get(&gi->by_name, str_or_empty(graph->output[o]->name));
+        if (at >= 0)
+            gi->values[at].read_by_subgraph = true;
+    }
+    return true;
+}
+
+static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
+{
+    for (size_t n = 0; n < g->n_node; n++) {
+        const Onnx__NodeProto *node = g->node[n];
+        for (size_t o = 0; o < node->n_output; o++) {
+            const char *name = str_or_empty(node->output[o]);
+            if (!*name)
+                continue;
+            value_entry *e = entry_for(gi, name);
+            if (!e)
+                return false;
+            e->producer = (int)n;
+            e->producer_slot = (int)o;
+        }
+        for (size_t i = 0; i < node->n_input; i++) {
+            const char *name = str_or_empty(node->input[i]);
+            if (!*name)
+                continue;
+            value_entry *e = entry_for(gi, name);
+            if (!e || !add_consumer(e, (int)n))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool index_declarations(graph_index *gi, Onnx__GraphProto *g)
+{
+    value_entry *e;
+    for (size_t i = 0; i < g->n_input; i++) {
+        if (!(e = entry_for(gi, str_or_empty(g->input[i]->name))))
+            return false;
+        e->graph_input = (int)i;
+    }
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        if (!(e = entry_for(gi, str_or_empty(g->initializer[i]->name))))
+            return false;
+        e->initializer = (int)i;
+    }
+    for (size_t i = 0; i < g->n_output; i++) {
+        if (!(e = entry_for(gi, str_or_empty(g->output[i]->name))))
+            return false;
+        e->graph_output = (int)i;
+    }
+    for (size_t i = 0; i < g->n_value_info; i++) {
+        if (!(e = entry_for(gi, str_or_empty(g->value_info[i]->name))))
+            return false;
+        e->value_info = (int)i;
+    }
+    return true;
+}
+
+bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
+{
+    graph_index_free(gi);
+    gi->graph = graph;
+    bool ok = index_declarations(gi, graph) && index_nodes(gi, graph);
+    for (size_t n = 0; ok && n < graph->n_node; n++)
+        ok = for_each_subgraph(graph->node[n], mark_subgraph_reads, gi);
+    if (!ok)
+        graph_index_free(gi);
+    return ok;
+}
+
+void graph_index_free(graph_index *gi)
+{
+    for (size_t i = 0; i < gi->n_values; i++)
+        free(gi->values[i].consumers);
+    free(gi->values);
+    strmap_free(&gi->by_name);
+    *gi = (graph_index){ .by_name = STRMAP_INIT };
+}
+
+const value_entry *graph_index_find(const graph_index *gi, const char *name)
+{
+    int at = strmap_get(&gi->by_name, name);
+    return at >= 0 ? &gi->values[at] : NULL;
+}
+
+const Onnx__NodeProto *graph_index_producer(const graph_index *gi, const char *name)
+{
+    const value_entry *e = graph_index_find(gi, name);
+    return e && e->producer >= 0 ? gi->graph->node[e->producer] : NULL;
+}
+
+bool graph_index_value_unused(const graph_index *gi, const char *name)
+{
+    const value_entry *e = graph_index_find(gi, name);
+    return !e || (e->n_consumers == 0 && e->graph_output < 0 && !e->read_by_subgraph);
+}
+
+bool for_each_subgraph(const Onnx__NodeProto *node, subgraph_visitor visit, void *ctx)
+{
+    for (size_t a = 0; a < node->n_attribute; a++) {
+        const Onnx__AttributeProto *attr = node->attribute[a];
+        if (attr->g && !visit(attr->g, ctx))
+            return false;
+        for (size_t i = 0; i < attr->n_graphs; i++)
+            if (!visit(attr->graphs[i], ctx))
+                return false;
+    }
+    return true;
+}
+
+/* ---- name registry ----------------------------------------------------- */
+
+static bool register_name(name_registry *reg, const char *name)
+{
+    return !name || !*name || strmap_put(&reg->names, name, 1);
+}
+
+static bool register_value_infos(name_registry *reg, Onnx__ValueInfoProto **vis, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!register_name(reg, vis[i]->name))
+            return false;
+    return true;
+}
+
+static bool register_graph(const Onnx__GraphProto *g, void *ctx)
+{
+    name_registry *reg = ctx;
+    if (!register_value_infos(reg, g->input, g->n_input) ||
+        !register_value_infos(reg, g->output, g->n_output) ||
+        !register_value_infos(reg, g->value_info, g->n_value_info))
+        return false;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (!register_name(reg, g->initializer[i]->name))
+            return false;
+    for (size_t i = 0; i < g->n_sparse_initializer; i++) {
+        const Onnx__SparseTensorProto *s = g->sparse_initializer[i];
+        if (s->values && !register_name(reg, s->values->name))
+            return false;
+    }
+    for (size_t n = 0; n < g->n_node; n++) {
+        const Onnx__NodeProto *node = g->node[n];
+        if (!register_name(reg, node->name))
+            return false;
+        for (size_t i = 0; i < node->n_input; i++)
+            if (!register_name(reg, node->input[i]))
+                return false;
+        for (size_t o = 0; o < node->n_output; o++)
+            if (!register_name(reg, node->output[o]))
+                return false;
+        if (!for_each_subgraph(node, register_graph, reg))
+            return false;
+    }
+    return true;
+}
+
+bool name_registry_fill(name_registry *reg, const Onnx__GraphProto *graph)
+{
+    return register_graph(graph, reg);
+}
+
+void name_registry_free(name_registry *reg)
+{
+    strmap_free(&reg->names);
+}
+
+bool name_registry_has(const name_registry *reg, const char *name)
+{
+    return strmap_get(&reg->names, name) >= 0;
+}
+
+char *name_registry_unique(name_registry *reg, const char *base)
+{
+    size_t cap = strlen(base) + 24;
+    char *name = malloc(cap);
+    if (!name)
+        return NULL;
+    snprintf(name, cap, "%s", base);
+    for (unsigned long k = 1; name_registry_has(reg, name); k++)
+        snprintf(name, cap, "%s_%lu", base, k);
+    if (!register_name(reg, name)) {
+        free(name);
+        return NULL;
+    }
+    return name;
+}

@@ -1,0 +1,72 @@
+/* graph_index: who produces and who reads every value of one graph.
+ *
+ * Invariants: an index describes its graph as it was when graph_index_build()
+ * ran; the `name` pointers borrow the graph's strings. A pass that changes the
+ * graph rebuilds the index (graph_index_build() again) before relying on it.
+ * Indices (node, input, initializer, ...) are positions in the GraphProto's
+ * arrays; -1 means "none". Building is linear in the size of the graph.
+ *
+ * name_registry: every name used anywhere in a model (values and nodes, in
+ * every graph and subgraph) so that generated names never collide. It owns
+ * copies of the names and outlives graph edits. */
+#ifndef RNNSTATE_GRAPH_INDEX_H
+#define RNNSTATE_GRAPH_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "onnx.pb-c.h"
+#include "strmap.h"
+
+typedef struct value_entry {
+    const char *name;
+    int producer;        /* node producing the value */
+    int producer_slot;   /* which of its outputs */
+    int graph_input;
+    int initializer;
+    int graph_output;
+    int value_info;
+    size_t n_consumers;  /* reads by nodes of this graph, one per input slot */
+    int *consumers;      /* node indices */
+    bool read_by_subgraph; /* named by a node inside a subgraph (outer-scope use) */
+} value_entry;
+
+typedef struct graph_index {
+    Onnx__GraphProto *graph;
+    strmap by_name;
+    value_entry *values;
+    size_t n_values;
+    size_t cap_values;
+} graph_index;
+
+/* Indexes `graph`. Returns false when out of memory (the index is then empty). */
+bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph);
+void graph_index_free(graph_index *gi);
+
+/* The entry for a value name, or NULL when the graph does not mention it. */
+const value_entry *graph_index_find(const graph_index *gi, const char *name);
+
+/* The node producing `name`, or NULL. */
+const Onnx__NodeProto *graph_index_producer(const graph_index *gi, const char *name);
+
+/* True when nothing reads the value and it is not a graph output. */
+bool graph_index_value_unused(const graph_index *gi, const char *name);
+
+typedef struct name_registry {
+    strmap names;
+} name_registry;
+
+/* Collects every name in the model's graph and its subgraphs. */
+bool name_registry_fill(name_registry *reg, const Onnx__GraphProto *graph);
+void name_registry_free(name_registry *reg);
+bool name_registry_has(const name_registry *reg, const char *name);
+/* Returns a new malloc'd name, `base` itself when it is free, else `base_1`,
+ * `base_2`, ...; the name is registered so it is never handed out twice. */
+char *name_registry_unique(name_registry *reg, const char *base);
+
+/* Calls visit(graph, ctx) for every subgraph held in a node's attributes
+ * (If branches, Loop and Scan bodies), not recursing further. */
+typedef bool (*subgraph_visitor)(const Onnx__GraphProto *graph, void *ctx);
+bool for_each_subgraph(const Onnx__NodeProto *node, subgraph_visitor visit, void *ctx);
+
+#endif

@@ -1,0 +1,49 @@
+/* The rewrite pipeline: load -> index -> ordered passes -> report -> save.
+ *
+ * A pass is a function over a rewrite_ctx. It may change ctx->graph; when it
+ * does, it rebuilds ctx->index before returning, so that every pass starts
+ * from an index that matches the graph. Passes report into ctx->report and
+ * return RNNSTATE_OK, or an error status with ctx->err filled. */
+#ifndef RNNSTATE_PASSES_H
+#define RNNSTATE_PASSES_H
+
+#include "graph_index.h"
+#include "model.h"
+#include "report.h"
+
+/* A node a pass creates, waiting to be inserted before an existing node so
+ * that the node list stays topologically sorted. */
+typedef struct queued_node {
+    const Onnx__NodeProto *before;
+    Onnx__NodeProto *node;
+} queued_node;
+
+typedef struct rewrite_ctx {
+    Onnx__ModelProto *model;
+    Onnx__GraphProto *graph; /* the main graph */
+    const char *label;       /* names the model in messages */
+    rnnstate_options options;
+    graph_index index;
+    name_registry names;
+    report_builder report;
+    /* Values the state pass disconnected from a recurrent node: the cleanup
+     * pass removes the nodes that only they kept alive, and nothing else. */
+    char **detached;
+    size_t n_detached;
+    queued_node *queued;
+    size_t n_queued;
+    bool changed;
+    rnnstate_error *err;
+} rewrite_ctx;
+
+typedef rnnstate_status (*rewrite_pass)(rewrite_ctx *ctx);
+
+/* Exposes the initial and final states of every recurrent node. */
+rnnstate_status pass_state(rewrite_ctx *ctx);
+/* Removes nodes and initializers left without readers by the state pass. */
+rnnstate_status pass_cleanup(rewrite_ctx *ctx);
+
+/* Fails the pass with an out-of-memory error. */
+rnnstate_status ctx_oom(rewrite_ctx *ctx);
+
+#endif

@@ -1,0 +1,420 @@
+/* The report: what the rewrite did to each recurrent node, as a structure for
+ * library users and as text or JSON for the command line. */
+#include "report.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strbuf.h"
+#include "tensor_util.h"
+
+static void string_list_free(size_t n, const char *const *items)
+{
+    for (size_t i = 0; i < n; i++)
+        free((char *)items[i]);
+    free((void *)items);
+}
+
+static bool push_string(report_builder *rb, size_t *n, const char *const **items, char *s)
+{
+    if (!s) {
+        rb->oom = true;
+        return false;
+    }
+    char **grown = realloc((void *)*items, (*n + 1) * sizeof *grown);
+    if (!grown) {
+        free(s);
+        rb->oom = true;
+        return false;
+    }
+    grown[(*n)++] = s;
+    *items = (const char *const *)grown;
+    return true;
+}
+
+static char *vformat(const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int need = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (need < 0)
+        return NULL;
+    char *out = malloc((size_t)need + 1);
+    if (out)
+        vsnprintf(out, (size_t)need + 1, fmt, ap);
+    return out;
+}
+
+bool report_builder_init(report_builder *rb)
+{
+    rb->oom = false;
+    rb->report = calloc(1, sizeof *rb->report);
+    return rb->report != NULL;
+}
+
+bool report_builder_failed(const report_builder *rb)
+{
+    return rb->oom;
+}
+
+rnnstate_report *report_builder_finish(report_builder *rb)
+{
+    rnnstate_report *r = rb->report;
+    rb->report = NULL;
+    return r;
+}
+
+void report_builder_discard(report_builder *rb)
+{
+    rnnstate_report_free(rb->report);
+    rb->report = NULL;
+}
+
+static rnnstate_node_report *node_at(report_builder *rb, size_t node)
+{
+    return (rnnstate_node_report *)&rb->report->nodes[node];
+}
+
+size_t report_add_node(report_builder *rb, const char *graph, const char *op, const char *name)
+{
+    rnnstate_report *r = rb->report;
+    rnnstate_node_report *grown = realloc((void *)r->nodes, (r->n_nodes + 1) * sizeof *grown);
+    if (!grown) {
+        rb->oom = true;
+        return SIZE_MAX;
+    }
+    r->nodes = grown;
+    rnnstate_node_report *n = &grown[r->n_nodes];
+    memset(n, 0, sizeof *n);
+    n->graph = strdup(graph);
+    n->op = strdup(op);
+    n->name = strdup(name);
+    n->status = RNNSTATE_NODE_ALREADY_EXPOSED;
+    if (!n->graph || !n->op || !n->name) {
+        free((char *)n->graph);
+        free((char *)n->op);
+        free((char *)n->name);
+        rb->oom = true;
+        return SIZE_MAX;
+    }
+    return r->n_nodes++;
+}
+
+void report_node_set_status(report_builder *rb, size_t node, rnnstate_node_status status)
+{
+    if (node != SIZE_MAX)
+        node_at(rb, node)->status = status;
+}
+
+#define FORMAT_INTO(var, fmt)                                                                      \
+    va_list ap;                                                                                    \
+    va_start(ap, fmt);                                                                             \
+    char *var = vformat(fmt, ap);                                                                  \
+    va_end(ap)
+
+void report_node_set_reason(report_builder *rb, size_t node, const char *fmt, ...)
+{
+    FORMAT_INTO(text, fmt);
+    if (node == SIZE_MAX || !text) {
+        rb->oom |= !text;
+        free(text);
+        return;
+    }
+    rnnstate_node_report *n = node_at(rb, node);
+    free((char *)n->reason);
+    n->reason = text;
+}
+
+void report_node_warn(report_builder *rb, size_t node, const char *fmt, ...)
+{
+    FORMAT_INTO(text, fmt);
+    if (node == SIZE_MAX) {
+        free(text);
+        return;
+    }
+    rnnstate_node_report *n = node_at(rb, node);
+    push_string(rb, &n->n_warnings, &n->warnings, text);
+}
+
+void report_node_decide(report_builder *rb, size_t node, const char *fmt, ...)
+{
+    FORMAT_INTO(text, fmt);
+    if (node == SIZE_MAX) {
+        free(text);
+        return;
+    }
+    rnnstate_node_report *n = node_at(rb, node);
+    push_string(rb, &n->n_decisions, &n->decisions, text);
+}
+
+void report_node_input_added(report_builder *rb, size_t node, const char *name)
+{
+    if (node == SIZE_MAX)
+        return;
+    rnnstate_node_report *n = node_at(rb, node);
+    push_string(rb, &n->n_inputs_added, &n->inputs_added, strdup(name));
+}
+
+void report_node_output_added(report_builder *rb, size_t node, const char *name)
+{
+    if (node == SIZE_MAX)
+        return;
+    rnnstate_node_report *n = node_at(rb, node);
+    push_string(rb, &n->n_outputs_added, &n->outputs_added, strdup(name));
+}
+
+void report_note(report_builder *rb, const char *fmt, ...)
+{
+    FORMAT_INTO(text, fmt);
+    push_string(rb, &rb->report->n_notes, &rb->report->notes, text);
+}
+
+static void pair_free(rnnstate_state_pair *p)
+{
+    free((char *)p->input);
+    free((char *)p->output);
+    for (size_t i = 0; i < p->rank; i++)
+        free((char *)p->shape[i].param);
+    free((void *)p->shape);
+}
+
+void report_add_pair(report_builder *rb, const char *input, const char *output,
+                     const dim_info *dims, size_t rank, int32_t elem_type, bool optional,
+                     bool added)
+{
+    rnnstate_report *r = rb->report;
+    for (size_t i = 0; i < r->n_pairs; i++)
+        if (!strcmp(r->pairs[i].input, input) && !strcmp(r->pairs[i].output, output))
+            return;
+    rnnstate_state_pair *grown = realloc((void *)r->pairs, (r->n_pairs + 1) * sizeof *grown);
+    if (!grown) {
+        rb->oom = true;
+        return;
+    }
+    r->pairs = grown;
+    rnnstate_state_pair p = { .input = strdup(input), .output = strdup(output), .rank = rank,
+                              .dtype = dtype_name(elem_type), .optional = optional,
+                              .added = added };
+    rnnstate_dim *shape = calloc(rank ? rank : 1, sizeof *shape);
+    p.shape = shape;
+    bool ok = p.input && p.output && shape;
+    for (size_t i = 0; ok && i < rank; i++) {
+        shape[i].value = dims[i].known && !dims[i].param ? dims[i].value : -1;
+        if (dims[i].param)
+            ok = (shape[i].param = strdup(dims[i].param)) != NULL;
+    }
+    if (!ok) {
+        pair_free(&p);
+        rb->oom = true;
+        return;
+    }
+    grown[r->n_pairs++] = p;
+}
+
+void rnnstate_report_free(rnnstate_report *report)
+{
+    if (!report)
+        return;
+    for (size_t i = 0; i < report->n_nodes; i++) {
+        const rnnstate_node_report *n = &report->nodes[i];
+        free((char *)n->graph);
+        free((char *)n->op);
+        free((char *)n->name);
+        free((char *)n->reason);
+        string_list_free(n->n_warnings, n->warnings);
+        string_list_free(n->n_inputs_added, n->inputs_added);
+        string_list_free(n->n_outputs_added, n->outputs_added);
+        string_list_free(n->n_decisions, n->decisions);
+    }
+    free((void *)report->nodes);
+    for (size_t i = 0; i < report->n_pairs; i++)
+        pair_free((rnnstate_state_pair *)&report->pairs[i]);
+    free((void *)report->pairs);
+    string_list_free(report->n_notes, report->notes);
+    free(report);
+}
+
+/* ---- text -------------------------------------------------------------- */
+
+static const char *status_word(rnnstate_node_status s)
+{
+    switch (s) {
+    case RNNSTATE_NODE_UPDATED: return "updated";
+    case RNNSTATE_NODE_ALREADY_EXPOSED: return "already-exposed";
+    default: return "skipped";
+    }
+}
+
+static void add_shape_text(strbuf *sb, const rnnstate_state_pair *p)
+{
+    sb_adds(sb, "[");
+    for (size_t d = 0; d < p->rank; d++) {
+        if (d)
+            sb_adds(sb, ",");
+        if (p->shape[d].param)
+            sb_adds(sb, p->shape[d].param);
+        else if (p->shape[d].value >= 0)
+            sb_addf(sb, "%lld", (long long)p->shape[d].value);
+        else
+            sb_adds(sb, "?");
+    }
+    sb_adds(sb, "]");
+}
+
+static void add_names_text(strbuf *sb, const char *what, size_t n, const char *const *names)
+{
+    if (!n)
+        return;
+    sb_addf(sb, "; %s ", what);
+    for (size_t i = 0; i < n; i++)
+        sb_addf(sb, "%s%s", i ? ", " : "", names[i]);
+}
+
+void rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
+                                FILE *out)
+{
+    strbuf sb = STRBUF_INIT;
+    size_t counts[3] = { 0, 0, 0 };
+    for (size_t i = 0; i < report->n_nodes; i++) {
+        const rnnstate_node_report *n = &report->nodes[i];
+        counts[n->status]++;
+        sb_addf(&sb, "%s: %s %s '%s': %s", label, n->graph, n->op, n->name,
+                status_word(n->status));
+        if (n->reason)
+            sb_addf(&sb, " (%s)", n->reason);
+        add_names_text(&sb, "inputs added", n->n_inputs_added, n->inputs_added);
+        add_names_text(&sb, "outputs added", n->n_outputs_added, n->outputs_added);
+        sb_adds(&sb, "\n");
+        for (size_t w = 0; w < n->n_warnings; w++)
+            sb_addf(&sb, "%s:   warning: %s\n", label, n->warnings[w]);
+        for (size_t d = 0; verbose && d < n->n_decisions; d++)
+            sb_addf(&sb, "%s:   %s\n", label, n->decisions[d]);
+    }
+    for (size_t i = 0; i < report->n_pairs; i++) {
+        const rnnstate_state_pair *p = &report->pairs[i];
+        sb_addf(&sb, "%s: state %s -> %s ", label, p->input, p->output);
+        add_shape_text(&sb, p);
+        sb_addf(&sb, " %s, %s%s\n", p->dtype, p->optional ? "optional" : "required",
+                p->added ? "" : ", already in the model");
+    }
+    for (size_t i = 0; i < report->n_notes; i++)
+        sb_addf(&sb, "%s: note: %s\n", label, report->notes[i]);
+    if (report->n_nodes == 0)
+        sb_addf(&sb, "%s: no recurrent (RNN, GRU, LSTM) nodes found\n", label);
+    sb_addf(&sb, "%s: %zu recurrent node%s: %zu updated, %zu already exposed, %zu skipped; %s\n",
+            label, report->n_nodes, report->n_nodes == 1 ? "" : "s",
+            counts[RNNSTATE_NODE_UPDATED], counts[RNNSTATE_NODE_ALREADY_EXPOSED],
+            counts[RNNSTATE_NODE_SKIPPED], report->changed ? "model rewritten" : "model unchanged");
+    fputs(sb.oom ? "out of memory while formatting the report\n" : sb.buf, out);
+    sb_release(&sb);
+}
+
+/* ---- JSON -------------------------------------------------------------- */
+
+static void add_json_names(strbuf *sb, size_t n, const char *const *names)
+{
+    sb_adds(sb, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            sb_adds(sb, ", ");
+        sb_add_json_string(sb, names[i]);
+    }
+    sb_adds(sb, "]");
+}
+
+static void add_json_node(strbuf *sb, const rnnstate_node_report *n)
+{
+    sb_adds(sb, "{\"graph\": ");
+    sb_add_json_string(sb, n->graph);
+    sb_adds(sb, ", \"op\": ");
+    sb_add_json_string(sb, n->op);
+    sb_adds(sb, ", \"name\": ");
+    sb_add_json_string(sb, n->name);
+    sb_addf(sb, ", \"status\": \"%s\", \"reason\": ", status_word(n->status));
+    sb_add_json_string(sb, n->reason);
+    sb_adds(sb, ", \"warnings\": ");
+    add_json_names(sb, n->n_warnings, n->warnings);
+    sb_adds(sb, ", \"inputs_added\": ");
+    add_json_names(sb, n->n_inputs_added, n->inputs_added);
+    sb_adds(sb, ", \"outputs_added\": ");
+    add_json_names(sb, n->n_outputs_added, n->outputs_added);
+    sb_adds(sb, ", \"decisions\": ");
+    add_json_names(sb, n->n_decisions, n->decisions);
+    sb_adds(sb, "}");
+}
+
+static void add_json_pair(strbuf *sb, const rnnstate_state_pair *p)
+{
+    sb_adds(sb, "{\"input\": ");
+    sb_add_json_string(sb, p->input);
+    sb_adds(sb, ", \"output\": ");
+    sb_add_json_string(sb, p->output);
+    sb_adds(sb, ", \"shape\": [");
+    for (size_t d = 0; d < p->rank; d++) {
+        if (d)
+            sb_adds(sb, ", ");
+        if (p->shape[d].param)
+            sb_add_json_string(sb, p->shape[d].param);
+        else if (p->shape[d].value >= 0)
+            sb_addf(sb, "%lld", (long long)p->shape[d].value);
+        else
+            sb_adds(sb, "null");
+    }
+    sb_addf(sb, "], \"dtype\": \"%s\", \"optional\": %s, \"added\": %s}", p->dtype,
+            p->optional ? "true" : "false", p->added ? "true" : "false");
+}
+
+static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
+{
+    const rnnstate_report *r = m->report;
+    const char *status = !r ? "error" : r->changed ? "rewritten" : "unchanged";
+    sb_adds(sb, "    {\"input\": ");
+    sb_add_json_string(sb, m->input);
+    sb_adds(sb, ", \"output\": ");
+    sb_add_json_string(sb, m->output);
+    sb_addf(sb, ", \"status\": \"%s\", \"error\": ", status);
+    sb_add_json_string(sb, m->error);
+    sb_adds(sb, ",\n     \"nodes\": [");
+    for (size_t i = 0; r && i < r->n_nodes; i++) {
+        sb_adds(sb, i ? ",\n       " : "\n       ");
+        add_json_node(sb, &r->nodes[i]);
+    }
+    sb_adds(sb, "],\n     \"state\": [");
+    for (size_t i = 0; r && i < r->n_pairs; i++) {
+        sb_adds(sb, i ? ",\n       " : "\n       ");
+        add_json_pair(sb, &r->pairs[i]);
+    }
+    sb_adds(sb, "],\n     \"notes\": ");
+    if (r)
+        add_json_names(sb, r->n_notes, r->notes);
+    else
+        sb_adds(sb, "[]");
+    sb_adds(sb, "}");
+}
+
+bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n, FILE *out)
+{
+    strbuf sb = STRBUF_INIT;
+    size_t rewritten = 0, unchanged = 0, errors = 0;
+    sb_adds(&sb, "{\"tool\": \"rnnstate-rewrite\", \"version\": \"" RNNSTATE_VERSION_STRING
+                 "\",\n  \"models\": [\n");
+    for (size_t i = 0; i < n; i++) {
+        const rnnstate_report *r = results[i].report;
+        errors += !r;
+        rewritten += r && r->changed;
+        unchanged += r && !r->changed;
+        if (i)
+            sb_adds(&sb, ",\n");
+        add_json_model(&sb, &results[i]);
+    }
+    sb_addf(&sb,
+            "\n  ],\n  \"summary\": {\"models\": %zu, \"rewritten\": %zu, \"unchanged\": %zu, "
+            "\"errors\": %zu}\n}\n",
+            n, rewritten, unchanged, errors);
+    bool ok = !sb.oom && fputs(sb.buf, out) >= 0 && fflush(out) == 0;
+    sb_release(&sb);
+    return ok;
+}

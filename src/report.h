@@ -1,0 +1,40 @@
+/* Building a report while the passes run. The builder owns everything it
+ * collects; report_builder_finish() hands the finished rnnstate_report to the
+ * caller. After an allocation failure the builder records `oom` and ignores
+ * further additions, so passes check report_builder_failed() once. */
+#ifndef RNNSTATE_REPORT_H
+#define RNNSTATE_REPORT_H
+
+#include <stdbool.h>
+
+#include "onnx_build.h"
+#include "rnnstate.h"
+
+typedef struct report_builder {
+    rnnstate_report *report;
+    bool oom;
+} report_builder;
+
+bool report_builder_init(report_builder *rb);
+bool report_builder_failed(const report_builder *rb);
+rnnstate_report *report_builder_finish(report_builder *rb);
+void report_builder_discard(report_builder *rb);
+
+/* Adds a node entry and returns its index. */
+size_t report_add_node(report_builder *rb, const char *graph, const char *op, const char *name);
+void report_node_set_status(report_builder *rb, size_t node, rnnstate_node_status status);
+void report_node_set_reason(report_builder *rb, size_t node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void report_node_warn(report_builder *rb, size_t node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void report_node_decide(report_builder *rb, size_t node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void report_node_input_added(report_builder *rb, size_t node, const char *name);
+void report_node_output_added(report_builder *rb, size_t node, const char *name);
+void report_note(report_builder *rb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Adds a state pair unless one with the same input and output exists. */
+void report_add_pair(report_builder *rb, const char *input, const char *output,
+                     const dim_info *dims, size_t rank, int32_t elem_type, bool optional,
+                     bool added);
+
+#endif

@@ -1,0 +1,60 @@
+/* The pipeline: index the graph, run the passes in order, hand back the report. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+static const rewrite_pass passes[] = {
+    pass_state,   /* exposes the states; must come first */
+    pass_cleanup, /* removes what fed the replaced initial states */
+};
+
+void rnnstate_options_init(rnnstate_options *options)
+{
+    memset(options, 0, sizeof *options);
+    options->state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;
+}
+
+rnnstate_status ctx_oom(rewrite_ctx *ctx)
+{
+    return set_error(ctx->err, RNNSTATE_ERR_NOMEM, "%s: out of memory", ctx->label);
+}
+
+static void ctx_free(rewrite_ctx *ctx)
+{
+    graph_index_free(&ctx->index);
+    name_registry_free(&ctx->names);
+    for (size_t i = 0; i < ctx->n_detached; i++)
+        free(ctx->detached[i]);
+    free(ctx->detached);
+    for (size_t i = 0; i < ctx->n_queued; i++)
+        protobuf_c_message_free_unpacked(&ctx->queued[i].node->base, NULL);
+    free(ctx->queued);
+    report_builder_discard(&ctx->report);
+}
+
+rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *options,
+                                 rnnstate_report **report, rnnstate_error *err)
+{
+    *report = NULL;
+    rewrite_ctx ctx = { .model = model->proto, .graph = model->proto->graph,
+                        .label = model->label, .err = err };
+    if (options)
+        ctx.options = *options;
+    else
+        rnnstate_options_init(&ctx.options);
+    rnnstate_status st = RNNSTATE_OK;
+    if (!report_builder_init(&ctx.report) || !graph_index_build(&ctx.index, ctx.graph) ||
+        !name_registry_fill(&ctx.names, ctx.graph))
+        st = ctx_oom(&ctx);
+    for (size_t i = 0; st == RNNSTATE_OK && i < sizeof passes / sizeof passes[0]; i++)
+        st = passes[i](&ctx);
+    if (st == RNNSTATE_OK && report_builder_failed(&ctx.report))
+        st = ctx_oom(&ctx);
+    if (st == RNNSTATE_OK) {
+        ctx.report.report->changed = ctx.changed;
+        *report = report_builder_finish(&ctx.report);
+    }
+    ctx_free(&ctx);
+    return st;
+}

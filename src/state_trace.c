@@ -1,0 +1,640 @@
+/* Tracing state values through a graph. Every walk is bounded (MAX_TRACE_DEPTH
+ * steps back, MAX_VISITS forward) so that a hostile graph cannot make the
+ * analysis recurse without end or take quadratic time. */
+#include "state_trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor_util.h"
+
+#define MAX_TRACE_DEPTH 64
+#define MAX_VISITS 4096
+
+static bool op_is(const Onnx__NodeProto *node, const char *op)
+{
+    return strcmp(str_or_empty(node->op_type), op) == 0;
+}
+
+static bool op_in(const Onnx__NodeProto *node, const char *const *ops)
+{
+    for (; *ops; ops++)
+        if (op_is(node, *ops))
+            return true;
+    return false;
+}
+
+static bool default_domain(const Onnx__NodeProto *node)
+{
+    const char *d = str_or_empty(node->domain);
+    return !*d || !strcmp(d, "ai.onnx");
+}
+
+bool is_recurrent_op(const Onnx__NodeProto *node)
+{
+    static const char *const ops[] = { "RNN", "GRU", "LSTM", NULL };
+    return default_domain(node) && op_in(node, ops);
+}
+
+/* Ops that pass (part of) input 0 through unchanged in value. */
+static const char *const view_ops[] = { "Slice", "Gather", "Squeeze", "Unsqueeze", "Reshape",
+                                        "Identity", "Cast", "Split", "Expand", NULL };
+/* Ops that keep a uniform tensor uniform (they only rearrange input 0). */
+static const char *const uniform_keeping_ops[] = { "Expand", "Slice", "Gather", "Squeeze",
+                                                   "Unsqueeze", "Reshape", "Identity", "Split",
+                                                   "Tile", "Transpose", "Flatten", NULL };
+/* Ops that move data without computing on it, for the final-state walk. */
+static const char *const data_movement_ops[] = { "Concat", "Squeeze", "Unsqueeze", "Reshape",
+                                                 "Transpose", "Identity", "Cast", "ScatterND",
+                                                 NULL };
+
+const Onnx__TensorProto *constant_tensor(const graph_index *gi, const char *value)
+{
+    const value_entry *e = graph_index_find(gi, value);
+    if (!e || e->graph_input >= 0)
+        return NULL; /* a graph input can be overridden: not a constant */
+    if (e->initializer >= 0)
+        return gi->graph->initializer[e->initializer];
+    if (e->producer < 0)
+        return NULL;
+    const Onnx__NodeProto *p = gi->graph->node[e->producer];
+    if (!op_is(p, "Constant"))
+        return NULL;
+    const Onnx__AttributeProto *a = node_attr(p, "value");
+    return a ? a->t : NULL;
+}
+
+int32_t declared_elem_type(const graph_index *gi, const char *value)
+{
+    const value_entry *e = graph_index_find(gi, value);
+    if (!e)
+        return 0;
+    const Onnx__GraphProto *g = gi->graph;
+    int32_t t = 0;
+    if (e->graph_input >= 0)
+        t = value_info_elem_type(g->input[e->graph_input]);
+    if (!t && e->value_info >= 0)
+        t = value_info_elem_type(g->value_info[e->value_info]);
+    if (!t && e->graph_output >= 0)
+        t = value_info_elem_type(g->output[e->graph_output]);
+    if (!t && e->initializer >= 0)
+        t = g->initializer[e->initializer]->data_type;
+    return t;
+}
+
+/* ---- initial state ----------------------------------------------------- */
+
+typedef struct trace_path {
+    const Onnx__NodeProto *nodes[MAX_TRACE_DEPTH];
+    int n;
+} trace_path;
+
+static void path_describe(const trace_path *path, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = path->n - 1; i >= 0 && used < size; i--) {
+        int w = snprintf(out + used, size - used, "%s%s '%s'", i == path->n - 1 ? "" : " -> ",
+                         str_or_empty(path->nodes[i]->op_type),
+                         str_or_empty(path->nodes[i]->name));
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* Follows view ops from `value` back to a graph input. */
+static const char *view_chain_input(const graph_index *gi, const char *value, trace_path *path)
+{
+    for (int depth = 0; depth < MAX_TRACE_DEPTH; depth++) {
+        const value_entry *e = graph_index_find(gi, value);
+        if (!e)
+            return NULL;
+        if (e->graph_input >= 0)
+            return e->name;
+        if (e->producer < 0)
+            return NULL;
+        const Onnx__NodeProto *p = gi->graph->node[e->producer];
+        if (!default_domain(p) || !op_in(p, view_ops) || p->n_input == 0)
+            return NULL;
+        path->nodes[path->n++] = p;
+        value = str_or_empty(p->input[0]);
+    }
+    return NULL;
+}
+
+typedef struct uniform_value {
+    int32_t elem_type;
+    size_t size;
+    unsigned char bytes[16];
+} uniform_value;
+
+static bool tensor_uniform(const Onnx__TensorProto *t, uniform_value *u)
+{
+    unsigned char *bytes;
+    size_t size, width = dtype_size(t->data_type);
+    if (!width || width > sizeof u->bytes || !tensor_read_bytes(t, &bytes, &size))
+        return false;
+    bool ok = size >= width && bytes_uniform(bytes, size, width);
+    if (ok) {
+        u->elem_type = t->data_type;
+        u->size = width;
+        memcpy(u->bytes, bytes, width);
+    }
+    free(bytes);
+    return ok;
+}
+
+static bool all_zero(const uniform_value *u)
+{
+    for (size_t i = 0; i < u->size; i++)
+        if (u->bytes[i])
+            return false;
+    return true;
+}
+
+static bool constant_node_uniform(const Onnx__NodeProto *p, uniform_value *u)
+{
+    const Onnx__AttributeProto *a;
+    if ((a = node_attr(p, "value")) && a->t)
+        return tensor_uniform(a->t, u);
+    if ((a = node_attr(p, "value_float")) && a->has_f) {
+        u->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        u->size = 4;
+        memcpy(u->bytes, &a->f, 4);
+        return true;
+    }
+    if ((a = node_attr(p, "value_int")) && a->has_i) {
+        u->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+        u->size = 8;
+        memcpy(u->bytes, &a->i, 8);
+        return true;
+    }
+    return false;
+}
+
+/* ConstantOfShape fills with its `value` (one element), or float 0. */
+static bool constant_of_shape_uniform(const Onnx__NodeProto *p, uniform_value *u)
+{
+    const Onnx__AttributeProto *a = node_attr(p, "value");
+    if (a && a->t)
+        return tensor_uniform(a->t, u);
+    memset(u, 0, sizeof *u);
+    u->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    u->size = 4;
+    return true;
+}
+
+/* True when `value` is a data-independent tensor whose elements all equal
+ * one value; on false, *blocker is the node that made it data-dependent. */
+static bool resolve_uniform(const graph_index *gi, const char *value, int depth, trace_path *path,
+                            uniform_value *u, const Onnx__NodeProto **blocker)
+{
+    const value_entry *e = graph_index_find(gi, value);
+    if (!e || e->graph_input >= 0 || depth >= MAX_TRACE_DEPTH)
+        return false;
+    if (e->initializer >= 0)
+        return tensor_uniform(gi->graph->initializer[e->initializer], u);
+    if (e->producer < 0)
+        return false;
+    const Onnx__NodeProto *p = gi->graph->node[e->producer];
+    *blocker = p;
+    if (!default_domain(p))
+        return false;
+    if (path->n < MAX_TRACE_DEPTH)
+        path->nodes[path->n++] = p;
+    if (op_is(p, "Constant"))
+        return constant_node_uniform(p, u);
+    if (op_is(p, "ConstantOfShape"))
+        return constant_of_shape_uniform(p, u);
+    if (op_in(p, uniform_keeping_ops) && p->n_input > 0)
+        return resolve_uniform(gi, str_or_empty(p->input[0]), depth + 1, path, u, blocker);
+    if (op_is(p, "Cast") && p->n_input > 0) {
+        /* a cast keeps zero exactly; other values would need converting */
+        int64_t to = node_attr_int(p, "to", 0);
+        if (!resolve_uniform(gi, str_or_empty(p->input[0]), depth + 1, path, u, blocker))
+            return false;
+        if (!all_zero(u) || !dtype_size((int32_t)to) || dtype_size((int32_t)to) > sizeof u->bytes) {
+            *blocker = p;
+            return false;
+        }
+        u->elem_type = (int32_t)to;
+        u->size = dtype_size((int32_t)to);
+        return true;
+    }
+    if (op_is(p, "Concat") && p->n_input > 0) {
+        uniform_value first, next;
+        if (!resolve_uniform(gi, str_or_empty(p->input[0]), depth + 1, path, &first, blocker))
+            return false;
+        for (size_t i = 1; i < p->n_input; i++) {
+            if (!resolve_uniform(gi, str_or_empty(p->input[i]), depth + 1, path, &next, blocker) ||
+                next.elem_type != first.elem_type || memcmp(next.bytes, first.bytes, first.size)) {
+                *blocker = p;
+                return false;
+            }
+        }
+        *u = first;
+        return true;
+    }
+    return false;
+}
+
+static bool classify_constant(const graph_index *gi, const char *value, state_source *out)
+{
+    const Onnx__NodeProto *p = graph_index_producer(gi, value);
+    trace_path path = { .n = 0 };
+    uniform_value u;
+    const Onnx__NodeProto *blocker = p;
+    if (p && op_is(p, "Expand") && default_domain(p) && p->n_input == 2) {
+        const Onnx__TensorProto *data = constant_tensor(gi, str_or_empty(p->input[0]));
+        if (data) {
+            out->via_expand = true;
+            out->node = p;
+            path.nodes[path.n++] = p;
+            const Onnx__NodeProto *src = graph_index_producer(gi, str_or_empty(p->input[0]));
+            if (src)
+                path.nodes[path.n++] = src;
+            path_describe(&path, out->chain, sizeof out->chain);
+            out->kind = SOURCE_CONSTANT;
+            out->elem_type = data->data_type;
+            if (tensor_uniform(data, &u)) {
+                out->uniform = true;
+                memcpy(out->fill, u.bytes, u.size);
+            } else {
+                out->pattern = data;
+            }
+            return true;
+        }
+    }
+    if (resolve_uniform(gi, value, 0, &path, &u, &blocker)) {
+        out->kind = SOURCE_CONSTANT;
+        out->node = p;
+        out->uniform = true;
+        out->elem_type = u.elem_type;
+        memcpy(out->fill, u.bytes, u.size);
+        path_describe(&path, out->chain, sizeof out->chain);
+        return true;
+    }
+    out->node = blocker;
+    return false;
+}
+
+bool trace_initial_state(const graph_index *gi, const char *value, state_source *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!value || !*value) {
+        out->kind = SOURCE_ABSENT;
+        return true;
+    }
+    const value_entry *e = graph_index_find(gi, value);
+    if (e && e->graph_input >= 0) {
+        out->kind = SOURCE_GRAPH_INPUT;
+        out->input = e->name;
+        return true;
+    }
+    if (e && e->initializer >= 0) {
+        out->kind = SOURCE_INITIALIZER;
+        out->input = e->name;
+        return true;
+    }
+    trace_path path = { .n = 0 };
+    const char *input = view_chain_input(gi, value, &path);
+    if (input) {
+        out->kind = SOURCE_VIEW_OF_INPUT;
+        out->input = input;
+        path_describe(&path, out->chain, sizeof out->chain);
+        return true;
+    }
+    if (!classify_constant(gi, value, out))
+        out->kind = SOURCE_DATA_DEPENDENT;
+    return true;
+}
+
+/* ---- final state ------------------------------------------------------- */
+
+const char *trace_final_state(const graph_index *gi, const char *value)
+{
+    const char *stack[MAX_TRACE_DEPTH];
+    int top = 0, visits = 0;
+    stack[top++] = value;
+    while (top > 0 && visits++ < MAX_VISITS) {
+        const value_entry *e = graph_index_find(gi, stack[--top]);
+        if (!e)
+            continue;
+        if (e->graph_output >= 0)
+            return e->name;
+        for (size_t c = 0; c < e->n_consumers; c++) {
+            const Onnx__NodeProto *n = gi->graph->node[e->consumers[c]];
+            if (!default_domain(n) || !op_in(n, data_movement_ops))
+                continue;
+            for (size_t o = 0; o < n->n_output && top < MAX_TRACE_DEPTH; o++)
+                if (*str_or_empty(n->output[o]))
+                    stack[top++] = n->output[o];
+        }
+    }
+    return NULL;
+}
+
+/* ---- shapes ------------------------------------------------------------ */
+
+/* Ops whose output has input 0's shape. */
+static const char *const same_shape_ops[] = {
+    "Identity", "Cast", "Dropout", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Sigmoid",
+    "HardSigmoid", "Tanh", "Softplus", "Softsign", "Abs", "Neg", "Exp", "Log", "Sqrt",
+    "Reciprocal", "Clip", "Erf", "Gelu", "HardSwish", "Softmax", "LogSoftmax", "Not", "Floor",
+    "Ceil", "Round", "Sign", "Sin", "Cos", "LayerNormalization", "BatchNormalization",
+    "InstanceNormalization", "QuantizeLinear", "DequantizeLinear", NULL
+};
+static const char *const broadcast_ops[] = { "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
+                                             "Sum", "Mean", "Where", NULL };
+
+typedef struct shape_query {
+    const graph_index *gi;
+    int budget; /* total steps for one query, so broadcasts cannot blow up */
+} shape_query;
+
+static int64_t infer_rank(shape_query *q, const char *value, int depth);
+
+/* A list of int64 from an attribute, or from a constant input. */
+static bool int_list(const graph_index *gi, const Onnx__NodeProto *p, const char *attr,
+                     size_t input, int64_t **vals, size_t *n)
+{
+    const Onnx__AttributeProto *a = node_attr(p, attr);
+    if (a && a->n_ints) {
+        *vals = malloc(a->n_ints * sizeof **vals);
+        if (!*vals)
+            return false;
+        memcpy(*vals, a->ints, a->n_ints * sizeof **vals);
+        *n = a->n_ints;
+        return true;
+    }
+    const Onnx__TensorProto *t =
+        input < p->n_input ? constant_tensor(gi, str_or_empty(p->input[input])) : NULL;
+    return t && tensor_read_int64s(t, vals, n);
+}
+
+static const Onnx__TensorShapeProto *declared_shape(const graph_index *gi, const value_entry *e)
+{
+    const Onnx__GraphProto *g = gi->graph;
+    const Onnx__TensorShapeProto *s = NULL;
+    if (e->graph_input >= 0)
+        s = value_info_shape(g->input[e->graph_input]);
+    if (!s && e->value_info >= 0)
+        s = value_info_shape(g->value_info[e->value_info]);
+    if (!s && e->graph_output >= 0)
+        s = value_info_shape(g->output[e->graph_output]);
+    return s;
+}
+
+static bool producer_of(shape_query *q, const char *value, const Onnx__NodeProto **p, int *slot)
+{
+    const value_entry *e = graph_index_find(q->gi, value);
+    if (!e || e->producer < 0 || --q->budget <= 0)
+        return false;
+    *p = q->gi->graph->node[e->producer];
+    *slot = e->producer_slot;
+    return default_domain(*p);
+}
+
+static int64_t recurrent_output_rank(int slot)
+{
+    return slot == 0 ? 4 : 3;
+}
+
+static int64_t infer_rank(shape_query *q, const char *value, int depth)
+{
+    const value_entry *e = graph_index_find(q->gi, value);
+    if (!e || depth > MAX_TRACE_DEPTH)
+        return -1;
+    const Onnx__TensorShapeProto *s = declared_shape(q->gi, e);
+    if (s)
+        return (int64_t)s->n_dim;
+    const Onnx__TensorProto *t = constant_tensor(q->gi, value);
+    if (t)
+        return (int64_t)t->n_dims;
+    const Onnx__NodeProto *p;
+    int slot;
+    if (!producer_of(q, value, &p, &slot) || p->n_input == 0)
+        return -1;
+    const char *in0 = str_or_empty(p->input[0]);
+    if (is_recurrent_op(p))
+        return recurrent_output_rank(slot);
+    if (op_in(p, same_shape_ops) || op_is(p, "Transpose") || op_is(p, "Concat") ||
+        op_is(p, "Slice"))
+        return infer_rank(q, in0, depth + 1);
+    int64_t *vals = NULL;
+    size_t n = 0;
+    int64_t rank = -1;
+    if ((op_is(p, "Squeeze") || op_is(p, "Unsqueeze")) && int_list(q->gi, p, "axes", 1, &vals, &n)) {
+        int64_t r = infer_rank(q, in0, depth + 1);
+        if (r >= 0)
+            rank = op_is(p, "Squeeze") ? r - (int64_t)n : r + (int64_t)n;
+    } else if (op_is(p, "Reshape") && p->n_input > 1) {
+        const Onnx__TensorProto *shape = constant_tensor(q->gi, str_or_empty(p->input[1]));
+        if (shape && shape->n_dims == 1)
+            rank = shape->dims[0];
+    } else if (op_is(p, "MatMul") || op_in(p, broadcast_ops)) {
+        for (size_t i = 0; i < p->n_input; i++) {
+            int64_t r = infer_rank(q, str_or_empty(p->input[i]), depth + 1);
+            if (r < 0)
+                return -1;
+            rank = r > rank ? r : rank;
+        }
+    } else if (op_is(p, "Gemm")) {
+        rank = 2;
+    }
+    free(vals);
+    return rank;
+}
+
+static bool infer_dim_at(shape_query *q, const char *value, int64_t axis, int depth,
+                         dim_info *out);
+
+/* Squeeze: output axis `axis` is the axis-th input axis not squeezed. */
+static bool through_squeeze(shape_query *q, const Onnx__NodeProto *p, int64_t axis, int depth,
+                            dim_info *out)
+{
+    const char *in0 = str_or_empty(p->input[0]);
+    int64_t *axes = NULL;
+    size_t n = 0;
+    int64_t r = infer_rank(q, in0, depth + 1);
+    if (r < 0 || !int_list(q->gi, p, "axes", 1, &axes, &n))
+        return true; /* unknown */
+    int64_t kept = -1, in_axis = -1;
+    for (int64_t i = 0; i < r && in_axis < 0; i++) {
+        bool squeezed = false;
+        for (size_t k = 0; k < n; k++)
+            squeezed |= (axes[k] < 0 ? axes[k] + r : axes[k]) == i;
+        if (!squeezed && ++kept == axis)
+            in_axis = i;
+    }
+    free(axes);
+    return in_axis < 0 || infer_dim_at(q, in0, in_axis, depth + 1, out);
+}
+
+static bool through_unsqueeze(shape_query *q, const Onnx__NodeProto *p, int64_t axis, int depth,
+                              dim_info *out)
+{
+    const char *in0 = str_or_empty(p->input[0]);
+    int64_t *axes = NULL;
+    size_t n = 0;
+    int64_t r = infer_rank(q, in0, depth + 1);
+    if (r < 0 || !int_list(q->gi, p, "axes", 1, &axes, &n))
+        return true;
+    int64_t out_rank = r + (int64_t)n, before = 0;
+    bool inserted = false;
+    for (size_t k = 0; k < n; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + out_rank : axes[k];
+        inserted |= a == axis;
+        before += a < axis;
+    }
+    free(axes);
+    if (inserted) {
+        out->known = true;
+        out->value = 1;
+        return true;
+    }
+    return infer_dim_at(q, in0, axis - before, depth + 1, out);
+}
+
+static bool through_transpose(shape_query *q, const Onnx__NodeProto *p, int64_t axis, int depth,
+                              dim_info *out)
+{
+    const char *in0 = str_or_empty(p->input[0]);
+    const Onnx__AttributeProto *perm = node_attr(p, "perm");
+    if (perm && perm->n_ints)
+        return (size_t)axis >= perm->n_ints ||
+               infer_dim_at(q, in0, perm->ints[axis], depth + 1, out);
+    int64_t r = infer_rank(q, in0, depth + 1); /* no perm: axes reversed */
+    return r < 0 || infer_dim_at(q, in0, r - 1 - axis, depth + 1, out);
+}
+
+static bool through_reshape(shape_query *q, const Onnx__NodeProto *p, int64_t axis, int depth,
+                            dim_info *out)
+{
+    int64_t *shape = NULL;
+    size_t n = 0;
+    if (p->n_input < 2 || !int_list(q->gi, p, "", 1, &shape, &n) || (size_t)axis >= n) {
+        free(shape);
+        return true;
+    }
+    int64_t want = shape[axis];
+    free(shape);
+    if (want > 0) {
+        out->known = true;
+        out->value = want;
+        return true;
+    }
+    /* 0 copies the input's dimension (unless allowzero is set) */
+    if (want == 0 && node_attr_int(p, "allowzero", 0) == 0)
+        return infer_dim_at(q, str_or_empty(p->input[0]), axis, depth + 1, out);
+    return true;
+}
+
+/* Recurrent outputs: Y is [T, D, B, H] (layout 0) or [B, T, D, H] (layout 1);
+ * Y_h and Y_c are [D, B, H] or [B, D, H]. Only X-derived dims are traced. */
+static bool through_recurrent(shape_query *q, const Onnx__NodeProto *p, int slot, int64_t axis,
+                              int depth, dim_info *out)
+{
+    const char *x = str_or_empty(p->input[0]);
+    bool batch_first = node_attr_int(p, "layout", 0) == 1;
+    int64_t x_axis = -1;
+    if (slot == 0)
+        x_axis = batch_first ? (axis <= 1 ? axis : -1) : (axis == 0 ? 0 : axis == 2 ? 1 : -1);
+    else
+        x_axis = (batch_first ? axis == 0 : axis == 1) ? (batch_first ? 0 : 1) : -1;
+    return x_axis < 0 || infer_dim_at(q, x, x_axis, depth + 1, out);
+}
+
+/* For a broadcasting op, follow the one operand that is not a constant. */
+static bool through_broadcast(shape_query *q, const Onnx__NodeProto *p, int64_t axis, int depth,
+                              dim_info *out)
+{
+    const char *variable = NULL;
+    for (size_t i = 0; i < p->n_input; i++) {
+        const char *in = str_or_empty(p->input[i]);
+        if (constant_tensor(q->gi, in))
+            continue;
+        if (variable)
+            return true; /* two data operands: broadcasting could change the dim */
+        variable = in;
+    }
+    int64_t out_rank = infer_rank(q, str_or_empty(p->output[0]), depth + 1);
+    if (!variable || out_rank < 0 || infer_rank(q, variable, depth + 1) != out_rank)
+        return true;
+    return infer_dim_at(q, variable, axis, depth + 1, out);
+}
+
+static bool through_producer(shape_query *q, const char *value, int64_t axis, int depth,
+                             dim_info *out)
+{
+    const Onnx__NodeProto *p;
+    int slot;
+    if (!producer_of(q, value, &p, &slot) || p->n_input == 0)
+        return true;
+    const char *in0 = str_or_empty(p->input[0]);
+    if (is_recurrent_op(p))
+        return through_recurrent(q, p, slot, axis, depth, out);
+    if (op_in(p, same_shape_ops))
+        return infer_dim_at(q, in0, axis, depth + 1, out);
+    if (op_is(p, "Squeeze"))
+        return through_squeeze(q, p, axis, depth, out);
+    if (op_is(p, "Unsqueeze"))
+        return through_unsqueeze(q, p, axis, depth, out);
+    if (op_is(p, "Transpose"))
+        return through_transpose(q, p, axis, depth, out);
+    if (op_is(p, "Reshape"))
+        return through_reshape(q, p, axis, depth, out);
+    if (op_is(p, "MatMul") || op_is(p, "Gemm")) {
+        /* every axis but the last comes from A (Gemm: unless transA) */
+        int64_t r = infer_rank(q, value, depth + 1);
+        if (r < 1 || axis >= r - 1 || node_attr_int(p, "transA", 0) != 0 ||
+            infer_rank(q, in0, depth + 1) != r)
+            return true;
+        return infer_dim_at(q, in0, axis, depth + 1, out);
+    }
+    if (op_in(p, broadcast_ops))
+        return through_broadcast(q, p, axis, depth, out);
+    if (op_is(p, "Concat")) {
+        int64_t r = infer_rank(q, in0, depth + 1), c = node_attr_int(p, "axis", 0);
+        if (r < 0 || (c < 0 ? c + r : c) == axis)
+            return true;
+        return infer_dim_at(q, in0, axis, depth + 1, out);
+    }
+    return true;
+}
+
+static bool infer_dim_at(shape_query *q, const char *value, int64_t axis, int depth,
+                         dim_info *out)
+{
+    const value_entry *e = graph_index_find(q->gi, value);
+    if (!e || axis < 0 || depth > MAX_TRACE_DEPTH || q->budget <= 0)
+        return true;
+    const Onnx__TensorShapeProto *s = declared_shape(q->gi, e);
+    if (s && (size_t)axis < s->n_dim) {
+        dim_from_proto(s->dim[axis], out);
+        if (out->known)
+            return true;
+        if (!out->known && s->dim[axis]->value_case ==
+                               ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+            s->dim[axis]->dim_param && s->dim[axis]->dim_param[0])
+            return false; /* strdup failed */
+    }
+    const Onnx__TensorProto *t = constant_tensor(q->gi, value);
+    if (t) {
+        if ((size_t)axis < t->n_dims) {
+            out->known = true;
+            out->value = t->dims[axis];
+        }
+        return true;
+    }
+    return through_producer(q, value, axis, depth, out);
+}
+
+bool infer_dim(const graph_index *gi, const char *value, int64_t axis, dim_info *out)
+{
+    shape_query q = { gi, 10000 };
+    dim_info_clear(out);
+    return infer_dim_at(&q, value, axis, 0, out);
+}

@@ -1,0 +1,70 @@
+/* state_trace: where a recurrent node's initial state comes from, where its
+ * final state goes, and what shape the state has. Read-only analysis of one
+ * indexed graph; the state pass decides what to do with the answers.
+ *
+ * The sources correspond to the cases of the state pass:
+ *   a. ABSENT          the slot is empty
+ *   b. GRAPH_INPUT     the slot is a graph input already
+ *   c. INITIALIZER     the slot is an initializer
+ *   d. CONSTANT        an Expand of an initializer or Constant (via_expand)
+ *   e. CONSTANT        a chain that only computes a uniform (zero) tensor
+ *   f. VIEW_OF_INPUT   view ops (Slice, Gather, Squeeze, ...) of a graph input
+ *   g. DATA_DEPENDENT  anything else; `node` is where tracing stopped */
+#ifndef RNNSTATE_STATE_TRACE_H
+#define RNNSTATE_STATE_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph_index.h"
+#include "onnx_build.h"
+
+typedef enum state_source_kind {
+    SOURCE_ABSENT,
+    SOURCE_GRAPH_INPUT,
+    SOURCE_INITIALIZER,
+    SOURCE_CONSTANT,
+    SOURCE_VIEW_OF_INPUT,
+    SOURCE_DATA_DEPENDENT
+} state_source_kind;
+
+typedef struct state_source {
+    state_source_kind kind;
+    const char *input;              /* b, f: the graph input; c: the initializer */
+    const Onnx__NodeProto *node;    /* CONSTANT: the node nearest the slot; g: the blocker */
+    bool via_expand;                /* CONSTANT: case d (Expand of a constant) */
+    bool uniform;                   /* CONSTANT: every element equals `fill` */
+    int32_t elem_type;              /* CONSTANT: element type of the value */
+    unsigned char fill[16];         /* CONSTANT && uniform: one element */
+    const Onnx__TensorProto *pattern; /* CONSTANT && !uniform: the Expand's data */
+    char chain[256];                /* CONSTANT, f: the ops traced, source first */
+} state_source;
+
+/* Classifies the value feeding an initial-state slot. Returns false only when
+ * memory runs out. */
+bool trace_initial_state(const graph_index *gi, const char *value, state_source *out);
+
+/* The graph output that `value` reaches through data-movement ops only
+ * (Concat, Squeeze, Unsqueeze, Reshape, Transpose, Identity, Cast, ScatterND),
+ * or NULL. */
+const char *trace_final_state(const graph_index *gi, const char *value);
+
+/* Infers dimension `axis` of `value` from declared shapes and, where the value
+ * carries none (intermediate values usually don't), from its producers:
+ * shape-preserving ops, Transpose, Squeeze, Unsqueeze, Reshape, MatMul, Gemm,
+ * broadcasts with constants, and the outputs of recurrent nodes. out->known is
+ * false when it cannot be known. Returns false only when out of memory. */
+bool infer_dim(const graph_index *gi, const char *value, int64_t axis, dim_info *out);
+
+/* The declared element type of a value (graph input, value_info, output or
+ * initializer), or 0. */
+int32_t declared_elem_type(const graph_index *gi, const char *value);
+
+/* The dims of a value that is an initializer or a Constant's output, or
+ * false. `*dims` borrows the tensor's array. */
+const Onnx__TensorProto *constant_tensor(const graph_index *gi, const char *value);
+
+/* True for the recurrent ops the state pass handles. */
+bool is_recurrent_op(const Onnx__NodeProto *node);
+
+#endif
