@@ -65,6 +65,11 @@ typedef struct rnnstate_model rnnstate_model;
 rnnstate_status rnnstate_model_load_file(const char *path, rnnstate_model **model,
                                          rnnstate_error *err);
 
+/* Reads a model from an open file descriptor until end of file (e.g. 0 for
+ * standard input); `label` names it in messages. The descriptor stays open. */
+rnnstate_status rnnstate_model_load_fd(int fd, const char *label, rnnstate_model **model,
+                                       rnnstate_error *err);
+
 /* Parses an ONNX model from `size` bytes at `data` (copied as needed; the
  * caller keeps ownership of `data`). `label` names the buffer in messages
  * (e.g. "<stdin>"). */
@@ -99,7 +104,27 @@ typedef enum rnnstate_state_inputs {
 
 typedef struct rnnstate_options {
     rnnstate_state_inputs state_inputs;
+    /* Names of new state inputs and outputs. Placeholders: {op} (RNN, GRU,
+     * LSTM), {k} (that op's count in graph order), {name} (the node's name),
+     * {slot} (initial_h, initial_c, Y_h, Y_c). Must contain {slot} and one of
+     * {k} or {name}. NULL: RNNSTATE_DEFAULT_NAME_TEMPLATE. */
+    const char *name_template;
+    /* Shell globs (fnmatch) on node names. A node is rewritten when it
+     * matches an include pattern (or there are none) and no exclude pattern;
+     * the others are reported as skipped. The arrays are borrowed for the
+     * duration of the call. */
+    size_t n_include;
+    const char *const *include;
+    size_t n_exclude;
+    const char *const *exclude;
 } rnnstate_options;
+
+#define RNNSTATE_DEFAULT_NAME_TEMPLATE "{op}_{k}_{slot}"
+
+/* The metadata_props key under which a rewritten model lists its state pairs
+ * as JSON: [{"input": ..., "output": ..., "shape": [...], "dtype": ...,
+ * "optional": ...}], the map OpenVINO's MakeStateful transformation takes. */
+#define RNNSTATE_METADATA_KEY "rnnstate.state"
 
 /* Fills `options` with the defaults (optional state inputs). */
 void rnnstate_options_init(rnnstate_options *options);
@@ -141,6 +166,9 @@ typedef struct rnnstate_node_report {
     const char *const *outputs_added;
     size_t n_decisions; /* one line per state slot: which rule applied and why */
     const char *const *decisions;
+    /* The sequence length when it is a fixed constant (such a node often does
+     * not run over time, e.g. a GRU across frequency bins), else -1. */
+    int64_t fixed_sequence_length;
 } rnnstate_node_report;
 
 typedef struct rnnstate_report {
@@ -161,6 +189,14 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
                                  rnnstate_report **report, rnnstate_error *err);
 
 void rnnstate_report_free(rnnstate_report *report);
+
+/* Verifies the structure of a (re-loaded) rewritten model against the report
+ * of its rewrite: every state pair's input is a graph input that something
+ * reads and its output a graph output that a node produces; graph input,
+ * output and initializer names are unique; every value is produced once.
+ * Returns RNNSTATE_ERR_INVALID with the first problem found. */
+rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate_report *report,
+                                     rnnstate_error *err);
 
 /* Writes the report as text, one line per recurrent node, each line prefixed
  * with `label` (usually the model's file name). With `verbose`, each node's

@@ -1,54 +1,129 @@
-/* rnnstate-rewrite: the command line. It only parses options and calls the
- * library (include/rnnstate.h). */
+/* rnnstate-rewrite: the command line. It parses options, turns the arguments
+ * into a list of (input, output) jobs, and calls the library for each. */
+#include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rnnstate.h"
 
 enum exit_code {
-    EXIT_OK = 0,         /* every model was processed */
+    EXIT_OK = 0,           /* every model was processed */
     EXIT_MODEL_FAILED = 1, /* at least one model could not be read, rewritten or written */
-    EXIT_USAGE = 2       /* bad command line */
+    EXIT_USAGE = 2,        /* bad command line */
+    EXIT_SKIPPED = 3       /* --fail-on-skip, and some recurrent node was skipped */
 };
 
 static const char usage_text[] =
-    "Usage: rnnstate-rewrite [OPTIONS] MODEL\n"
-    "Expose the hidden state of the RNN, GRU and LSTM nodes of an ONNX model as graph\n"
-    "inputs (initial_h, initial_c) and outputs (Y_h, Y_c), so that ONNX Runtime can run\n"
-    "it chunk by chunk with the state fed back.\n"
+    "Usage: rnnstate-rewrite [OPTIONS] MODEL...\n"
+    "Expose the hidden state of the RNN, GRU and LSTM nodes of ONNX models as graph\n"
+    "inputs (initial_h, initial_c) and outputs (Y_h, Y_c), so that ONNX Runtime can\n"
+    "run them chunk by chunk with the state fed back.\n"
     "\n"
-    "Options:\n"
-    "  -o, --output FILE        write the rewritten model to FILE\n"
-    "                           (default: MODEL's stem + .updated.onnx, beside MODEL)\n"
-    "  -n, --dry-run            analyse and print the report; write nothing\n"
-    "      --state-inputs=MODE  optional (default): state inputs get zero defaults, so\n"
-    "                           callers may leave them out; required: plain inputs\n"
-    "                           without defaults, for bindings that ignore feeds of\n"
-    "                           inputs with defaults (onnxruntime-node, -web, Java)\n"
-    "      --json               print the report as JSON on stdout (text goes to stderr)\n"
+    "MODEL is an .onnx file, a directory (every *.onnx in it, except *.updated.onnx),\n"
+    "or - for standard input.\n"
+    "\n"
+    "Output:\n"
+    "  -o, --output FILE        write the rewritten model to FILE (one MODEL only;\n"
+    "                           - for standard output)\n"
+    "  -d, --output-dir DIR     write each model into DIR under its own name,\n"
+    "                           mirroring the layout below a directory MODEL\n"
+    "                           (default: MODEL's stem + .updated.onnx beside it;\n"
+    "                           standard input goes to standard output)\n"
+    "  -r, --recursive          look for models in subdirectories too\n"
+    "  -n, --dry-run            analyse and report; write nothing\n"
+    "      --check              re-load each written model and verify its structure\n"
+    "\n"
+    "Rewriting:\n"
+    "      --state-inputs=MODE  optional (default): state inputs get zero defaults,\n"
+    "                           so callers may leave them out (ONNX Runtime C, C++,\n"
+    "                           Python, C#); required: plain inputs without defaults,\n"
+    "                           the caller passes zeros first (onnxruntime-node and\n"
+    "                           -web, ORT Java, which ignore or reject such feeds)\n"
+    "      --include GLOB       rewrite only nodes whose name matches GLOB (repeatable)\n"
+    "      --exclude GLOB       leave nodes whose name matches GLOB alone (repeatable),\n"
+    "                           e.g. a GRU that runs across frequency bins\n"
+    "      --name-template T    names of new inputs and outputs; {op}, {k}, {name},\n"
+    "                           {slot} (initial_h, initial_c, Y_h, Y_c) are replaced\n"
+    "                           (default: {op}_{k}_{slot}, e.g. GRU_0_initial_h)\n"
+    "\n"
+    "Reporting:\n"
+    "      --json               print one JSON report on stdout (text goes to stderr)\n"
     "  -q, --quiet              print errors only\n"
     "  -v, --verbose            explain the decision taken for every state slot\n"
+    "      --fail-on-skip       exit with status 3 when a recurrent node was skipped\n"
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version and exit\n"
     "\n"
-    "Exit status: 0 success; 1 the model could not be read, rewritten or written;\n"
-    "2 usage error.\n"
+    "Exit status:\n"
+    "  0  every model was processed (also when nothing needed changing)\n"
+    "  1  at least one model could not be read, rewritten or written\n"
+    "  2  usage error\n"
+    "  3  --fail-on-skip was given and some recurrent node was skipped\n"
     "\n"
-    "Example:\n"
-    "  rnnstate-rewrite denoiser.onnx -o denoiser.stateful.onnx\n";
+    "Examples:\n"
+    "  rnnstate-rewrite denoiser.onnx -o denoiser.stateful.onnx\n"
+    "  rnnstate-rewrite -r models/ -d stateful/ --json > report.json\n"
+    "  rnnstate-rewrite --state-inputs=required --exclude '*freq*' vad.onnx\n"
+    "  curl -s $URL | rnnstate-rewrite - -o - > model.stateful.onnx\n";
+
+typedef struct string_list {
+    char **items;
+    size_t n;
+} string_list;
+
+typedef struct job {
+    char *input;  /* a path, or "-" */
+    char *output; /* a path, "-", or NULL for --dry-run */
+} job;
 
 typedef struct cli {
-    const char *input;
+    string_list models;
     const char *output;
-    bool dry_run;
-    bool json;
-    bool quiet;
-    bool verbose;
+    const char *output_dir;
+    bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip;
+    string_list include, exclude;
     rnnstate_options options;
 } cli;
+
+typedef struct run_totals {
+    size_t rewritten, unchanged, failed, skipped_nodes;
+} run_totals;
+
+static void die_oom(void)
+{
+    fprintf(stderr, "rnnstate-rewrite: out of memory\n");
+    exit(EXIT_MODEL_FAILED);
+}
+
+static char *xstrdup(const char *s)
+{
+    char *copy = strdup(s);
+    if (!copy)
+        die_oom();
+    return copy;
+}
+
+static void list_push(string_list *l, char *item)
+{
+    char **grown = realloc(l->items, (l->n + 1) * sizeof *grown);
+    if (!grown)
+        die_oom();
+    grown[l->n++] = item;
+    l->items = grown;
+}
+
+static void list_free(string_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->items[i]);
+    free(l->items);
+}
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -58,17 +133,27 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
+/* ---- options ------------------------------------------------------------- */
+
 /* Parses argv into *c; returns -1 to go on, or an exit status. */
 static int parse_args(int argc, char **argv, cli *c)
 {
-    enum { OPT_STATE_INPUTS = 256, OPT_JSON };
+    enum { OPT_STATE_INPUTS = 256, OPT_JSON, OPT_CHECK, OPT_INCLUDE, OPT_EXCLUDE,
+           OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP };
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
+        { "output-dir", required_argument, NULL, 'd' },
+        { "recursive", no_argument, NULL, 'r' },
         { "dry-run", no_argument, NULL, 'n' },
+        { "check", no_argument, NULL, OPT_CHECK },
         { "state-inputs", required_argument, NULL, OPT_STATE_INPUTS },
+        { "include", required_argument, NULL, OPT_INCLUDE },
+        { "exclude", required_argument, NULL, OPT_EXCLUDE },
+        { "name-template", required_argument, NULL, OPT_NAME_TEMPLATE },
         { "json", no_argument, NULL, OPT_JSON },
         { "quiet", no_argument, NULL, 'q' },
         { "verbose", no_argument, NULL, 'v' },
+        { "fail-on-skip", no_argument, NULL, OPT_FAIL_ON_SKIP },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -76,13 +161,20 @@ static int parse_args(int argc, char **argv, cli *c)
     rnnstate_options_init(&c->options);
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, ":o:nqvhV", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":o:d:rnqvhV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'o': c->output = optarg; break;
+        case 'd': c->output_dir = optarg; break;
+        case 'r': c->recursive = true; break;
         case 'n': c->dry_run = true; break;
         case 'q': c->quiet = true; break;
         case 'v': c->verbose = true; break;
+        case OPT_CHECK: c->check = true; break;
         case OPT_JSON: c->json = true; break;
+        case OPT_FAIL_ON_SKIP: c->fail_on_skip = true; break;
+        case OPT_INCLUDE: list_push(&c->include, xstrdup(optarg)); break;
+        case OPT_EXCLUDE: list_push(&c->exclude, xstrdup(optarg)); break;
+        case OPT_NAME_TEMPLATE: c->options.name_template = optarg; break;
         case OPT_STATE_INPUTS:
             if (!strcmp(optarg, "optional"))
                 c->options.state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;
@@ -98,72 +190,336 @@ static int parse_args(int argc, char **argv, cli *c)
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc)
-        return usage_error("%s", "no model given");
-    if (argc - optind > 1)
-        return usage_error("one model at a time: unexpected '%s'", argv[optind + 1]);
-    c->input = argv[optind];
+    for (int i = optind; i < argc; i++)
+        list_push(&c->models, xstrdup(argv[i]));
+    c->options.n_include = c->include.n;
+    c->options.include = (const char *const *)c->include.items;
+    c->options.n_exclude = c->exclude.n;
+    c->options.exclude = (const char *const *)c->exclude.items;
     return -1;
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static char *join_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (!p)
+        die_oom();
+    snprintf(p, n, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/", name);
+    return p;
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every *.onnx below dir (sorted, so runs are reproducible). Our own outputs
+ * (*.updated.onnx) are left out so that running twice does not stack them. */
+static void find_models(const char *dir, bool recursive, string_list *found)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    string_list here = { 0 };
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *path = join_path(dir, e->d_name);
+        struct stat st, lst;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && ends_with(e->d_name, ".onnx") &&
+            !ends_with(e->d_name, ".updated.onnx")) {
+            list_push(&here, path);
+        } else if (recursive && lstat(path, &lst) == 0 && S_ISDIR(lst.st_mode)) {
+            find_models(path, true, &here); /* symlinked directories are not followed */
+            free(path);
+        } else {
+            free(path);
+        }
+    }
+    closedir(d);
+    qsort(here.items, here.n, sizeof *here.items, compare_strings);
+    for (size_t i = 0; i < here.n; i++)
+        list_push(found, here.items[i]);
+    free(here.items);
 }
 
 /* MODEL's path without ".onnx", plus ".updated.onnx". */
 static char *default_output(const char *input)
 {
     size_t n = strlen(input);
-    if (n > 5 && !strcmp(input + n - 5, ".onnx"))
+    if (ends_with(input, ".onnx"))
         n -= 5;
     char *out = malloc(n + sizeof ".updated.onnx");
-    if (out) {
-        memcpy(out, input, n);
-        strcpy(out + n, ".updated.onnx");
-    }
+    if (!out)
+        die_oom();
+    memcpy(out, input, n);
+    strcpy(out + n, ".updated.onnx");
     return out;
 }
 
-static int run(const cli *c)
+/* Where a model found below directory `root` goes with -d: the same relative path. */
+static char *output_in_dir(const cli *c, const char *root, const char *input)
 {
-    rnnstate_error err = { 0 };
-    rnnstate_model *model = NULL;
-    rnnstate_report *report = NULL;
-    char *owned_output = NULL;
-    const char *output = c->output;
-    FILE *text = c->json ? stderr : stdout;
-    if (!output && !c->dry_run && !(output = owned_output = default_output(c->input))) {
-        fprintf(stderr, "rnnstate-rewrite: out of memory\n");
-        return EXIT_MODEL_FAILED;
+    const char *rel = input;
+    if (root) {
+        rel = input + strlen(root);
+        while (*rel == '/')
+            rel++;
+    } else if (strrchr(input, '/')) {
+        rel = strrchr(input, '/') + 1;
     }
-    rnnstate_status st = rnnstate_model_load_file(c->input, &model, &err);
-    if (st == RNNSTATE_OK)
-        st = rnnstate_rewrite(model, &c->options, &report, &err);
-    if (st == RNNSTATE_OK && !c->dry_run)
-        st = rnnstate_model_save_file(model, output, &err);
-    if (st == RNNSTATE_OK && !c->quiet) {
-        rnnstate_report_write_text(report, c->input, c->verbose, text);
-        if (c->dry_run)
-            fprintf(text, "%s: dry run, nothing written\n", c->input);
-        else
-            fprintf(text, "%s: wrote %s\n", c->input, output);
-    }
-    if (st != RNNSTATE_OK)
-        fprintf(stderr, "rnnstate-rewrite: %s\n", err.message);
-    if (c->json) {
-        rnnstate_model_result result = { c->input, st == RNNSTATE_OK && !c->dry_run ? output : NULL,
-                                         st == RNNSTATE_OK ? report : NULL,
-                                         st == RNNSTATE_OK ? NULL : err.message };
-        if (!rnnstate_report_write_json(&result, 1, stdout) && st == RNNSTATE_OK) {
-            fprintf(stderr, "rnnstate-rewrite: cannot write the JSON report\n");
-            st = RNNSTATE_ERR_IO;
+    return join_path(c->output_dir, rel);
+}
+
+static void add_job(job **jobs, size_t *n, char *input, char *output)
+{
+    job *grown = realloc(*jobs, (*n + 1) * sizeof *grown);
+    if (!grown)
+        die_oom();
+    grown[(*n)++] = (job){ input, output };
+    *jobs = grown;
+}
+
+static char *output_for(const cli *c, const char *root, const char *input)
+{
+    if (c->dry_run)
+        return NULL;
+    if (c->output)
+        return xstrdup(c->output);
+    if (c->output_dir)
+        return output_in_dir(c, root, input);
+    return !strcmp(input, "-") ? xstrdup("-") : default_output(input);
+}
+
+/* Turns the MODEL arguments into jobs; returns -1, or a usage exit status. */
+static int make_jobs(const cli *c, job **jobs, size_t *n_jobs, size_t *empty_dirs)
+{
+    struct stat st;
+    for (size_t i = 0; i < c->models.n; i++) {
+        const char *arg = c->models.items[i];
+        if (strcmp(arg, "-") != 0 && stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+            string_list found = { 0 };
+            find_models(arg, c->recursive, &found);
+            if (found.n == 0) {
+                fprintf(stderr, "rnnstate-rewrite: %s: no *.onnx models found%s\n", arg,
+                        c->recursive ? "" : " (use -r to look in subdirectories)");
+                (*empty_dirs)++;
+            }
+            for (size_t f = 0; f < found.n; f++)
+                add_job(jobs, n_jobs, found.items[f], output_for(c, arg, found.items[f]));
+            free(found.items);
+        } else {
+            add_job(jobs, n_jobs, xstrdup(arg), output_for(c, NULL, arg));
         }
     }
-    rnnstate_report_free(report);
+    size_t stdin_jobs = 0;
+    for (size_t i = 0; i < *n_jobs; i++)
+        stdin_jobs += !strcmp((*jobs)[i].input, "-");
+    if (c->output && *n_jobs > 1)
+        return usage_error("%s", "-o names one output: give one MODEL, or use -d DIR");
+    if (stdin_jobs > 1 || (stdin_jobs && c->output_dir))
+        return usage_error("%s", "standard input (-) is one model: use it alone, with -o");
+    if (c->output && !strcmp(c->output, "-") && c->json)
+        return usage_error("%s", "-o - and --json both want standard output");
+    for (size_t i = 0; i < *n_jobs; i++)
+        for (size_t j = i + 1; (*jobs)[i].output && j < *n_jobs; j++)
+            if ((*jobs)[j].output && !strcmp((*jobs)[i].output, (*jobs)[j].output) &&
+                strcmp((*jobs)[i].output, "-") != 0)
+                return usage_error("two models would be written to %s", (*jobs)[i].output);
+    return -1;
+}
+
+/* ---- one model ----------------------------------------------------------- */
+
+/* mkdir -p for the directory part of path. */
+static bool make_parent_dirs(const char *path)
+{
+    char *copy = xstrdup(path);
+    bool ok = true;
+    for (char *p = copy + 1; ok && (p = strchr(p, '/')) != NULL; p++) {
+        *p = '\0';
+        ok = mkdir(copy, 0777) == 0 || errno == EEXIST;
+        *p = '/';
+    }
+    free(copy);
+    return ok;
+}
+
+static rnnstate_status write_stdout(const rnnstate_model *model, rnnstate_error *err)
+{
+    unsigned char *data;
+    size_t size;
+    if (isatty(STDOUT_FILENO)) {
+        snprintf(err->message, sizeof err->message,
+                 "<stdout>: refusing to write a binary model to a terminal");
+        return err->status = RNNSTATE_ERR_IO;
+    }
+    rnnstate_status st = rnnstate_model_save_memory(model, &data, &size, err);
+    if (st != RNNSTATE_OK)
+        return st;
+    if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0) {
+        snprintf(err->message, sizeof err->message, "<stdout>: cannot write: %s",
+                 strerror(errno));
+        st = err->status = RNNSTATE_ERR_IO;
+    }
+    rnnstate_buffer_free(data);
+    return st;
+}
+
+static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *model,
+                            rnnstate_error *err)
+{
+    if (!strcmp(j->output, "-"))
+        return write_stdout(model, err);
+    if (c->output_dir && !make_parent_dirs(j->output)) {
+        snprintf(err->message, sizeof err->message, "%s: cannot create its directory: %s",
+                 j->output, strerror(errno));
+        return err->status = RNNSTATE_ERR_IO;
+    }
+    return rnnstate_model_save_file(model, j->output, err);
+}
+
+/* --check: re-load what was written and verify it. */
+static rnnstate_status check_written(const job *j, const rnnstate_model *model,
+                                     const rnnstate_report *report, rnnstate_error *err)
+{
+    rnnstate_model *again = NULL;
+    rnnstate_status st;
+    if (!strcmp(j->output, "-")) {
+        unsigned char *data;
+        size_t size;
+        st = rnnstate_model_save_memory(model, &data, &size, err);
+        if (st == RNNSTATE_OK)
+            st = rnnstate_model_load_memory(data, size, "<stdout>", &again, err);
+        if (st == RNNSTATE_OK)
+            rnnstate_buffer_free(data);
+    } else {
+        st = rnnstate_model_load_file(j->output, &again, err);
+    }
+    if (st == RNNSTATE_OK)
+        st = rnnstate_model_check(again, report, err);
+    rnnstate_model_free(again);
+    return st;
+}
+
+static rnnstate_status load(const job *j, rnnstate_model **model, rnnstate_error *err)
+{
+    if (!strcmp(j->input, "-"))
+        return rnnstate_model_load_fd(STDIN_FILENO, "<stdin>", model, err);
+    return rnnstate_model_load_file(j->input, model, err);
+}
+
+static void count_result(const rnnstate_report *report, run_totals *t)
+{
+    if (!report) {
+        t->failed++;
+        return;
+    }
+    if (report->changed)
+        t->rewritten++;
+    else
+        t->unchanged++;
+    for (size_t i = 0; i < report->n_nodes; i++)
+        t->skipped_nodes += report->nodes[i].status == RNNSTATE_NODE_SKIPPED;
+}
+
+/* Processes one job; *report is NULL when it failed (err then says why). */
+static void process(const cli *c, const job *j, FILE *text, rnnstate_report **report,
+                    rnnstate_error *err)
+{
+    rnnstate_model *model = NULL;
+    const char *label = strcmp(j->input, "-") ? j->input : "<stdin>";
+    rnnstate_status st = load(j, &model, err);
+    if (st == RNNSTATE_OK)
+        st = rnnstate_rewrite(model, &c->options, report, err);
+    if (st == RNNSTATE_OK && j->output)
+        st = save(c, j, model, err);
+    if (st == RNNSTATE_OK && j->output && c->check)
+        st = check_written(j, model, *report, err);
+    if (st == RNNSTATE_OK && !c->quiet) {
+        rnnstate_report_write_text(*report, label, c->verbose, text);
+        if (!j->output)
+            fprintf(text, "%s: dry run, nothing written\n", label);
+        else if (strcmp(j->output, "-") != 0)
+            fprintf(text, "%s: wrote %s%s\n", label, j->output, c->check ? " (checked)" : "");
+    }
+    if (st != RNNSTATE_OK) {
+        fprintf(stderr, "rnnstate-rewrite: %s\n", err->message);
+        rnnstate_report_free(*report);
+        *report = NULL;
+    }
     rnnstate_model_free(model);
-    free(owned_output);
-    return st == RNNSTATE_OK ? EXIT_OK : EXIT_MODEL_FAILED;
+}
+
+static int run(const cli *c, job *jobs, size_t n_jobs)
+{
+    bool model_on_stdout = n_jobs == 1 && jobs[0].output && !strcmp(jobs[0].output, "-");
+    FILE *text = c->json || model_on_stdout ? stderr : stdout;
+    rnnstate_model_result *results = calloc(n_jobs ? n_jobs : 1, sizeof *results);
+    rnnstate_error *errors = calloc(n_jobs ? n_jobs : 1, sizeof *errors);
+    rnnstate_report **reports = calloc(n_jobs ? n_jobs : 1, sizeof *reports);
+    if (!results || !errors || !reports)
+        die_oom();
+    run_totals t = { 0 };
+    for (size_t i = 0; i < n_jobs; i++) {
+        process(c, &jobs[i], text, &reports[i], &errors[i]);
+        count_result(reports[i], &t);
+        results[i] = (rnnstate_model_result){ jobs[i].input,
+                                              reports[i] ? jobs[i].output : NULL, reports[i],
+                                              reports[i] ? NULL : errors[i].message };
+    }
+    if (!c->quiet && n_jobs > 1)
+        fprintf(text, "rnnstate-rewrite: %zu models: %zu rewritten, %zu unchanged, %zu failed\n",
+                n_jobs, t.rewritten, t.unchanged, t.failed);
+    int status = t.failed ? EXIT_MODEL_FAILED
+                 : c->fail_on_skip && t.skipped_nodes ? EXIT_SKIPPED
+                                                      : EXIT_OK;
+    if (c->json && !rnnstate_report_write_json(results, n_jobs, stdout)) {
+        fprintf(stderr, "rnnstate-rewrite: cannot write the JSON report\n");
+        status = EXIT_MODEL_FAILED;
+    }
+    for (size_t i = 0; i < n_jobs; i++)
+        rnnstate_report_free(reports[i]);
+    free(results);
+    free(errors);
+    free(reports);
+    return status;
 }
 
 int main(int argc, char **argv)
 {
     cli c = { 0 };
+    job *jobs = NULL;
+    size_t n_jobs = 0, empty_dirs = 0;
     int status = parse_args(argc, argv, &c);
-    return status >= 0 ? status : run(&c);
+    if (status < 0 && c.models.n == 0)
+        status = usage_error("%s", "no model given");
+    if (status < 0)
+        status = make_jobs(&c, &jobs, &n_jobs, &empty_dirs);
+    if (status < 0) {
+        /* a directory without models is an error (a typo in a CI script), but
+         * it does not stop the models that were found */
+        status = n_jobs ? run(&c, jobs, n_jobs) : EXIT_OK;
+        if (empty_dirs && status != EXIT_MODEL_FAILED)
+            status = EXIT_MODEL_FAILED;
+    }
+    for (size_t i = 0; i < n_jobs; i++) {
+        free(jobs[i].input);
+        free(jobs[i].output);
+    }
+    free(jobs);
+    list_free(&c.models);
+    list_free(&c.include);
+    list_free(&c.exclude);
+    return status;
 }

@@ -84,13 +84,21 @@ rnnstate_status rnnstate_model_load_file(const char *path, rnnstate_model **mode
         close(fd);
         return set_error(err, RNNSTATE_ERR_IO, "%s: is a directory, not a model file", path);
     }
+    rnnstate_status status = rnnstate_model_load_fd(fd, path, model, err);
+    close(fd);
+    return status;
+}
+
+rnnstate_status rnnstate_model_load_fd(int fd, const char *label, rnnstate_model **model,
+                                       rnnstate_error *err)
+{
     unsigned char *data = NULL;
     size_t size = 0;
-    rnnstate_status status = read_fd(fd, path, &data, &size, err);
-    close(fd);
+    *model = NULL;
+    rnnstate_status status = read_fd(fd, label, &data, &size, err);
     if (status != RNNSTATE_OK)
         return status;
-    status = rnnstate_model_load_memory(data, size, path, model, err);
+    status = rnnstate_model_load_memory(data, size, label, model, err);
     free(data);
     return status;
 }

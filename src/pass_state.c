@@ -11,12 +11,14 @@
  *  - X, W, R and the states share one element type.
  * A node whose initial state is computed from data (case g) is skipped whole:
  * exposing half of an LSTM's state would make streaming silently wrong. */
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "state_defaults.h"
 #include "state_trace.h"
+#include "strbuf.h"
 #include "tensor_util.h"
 
 #define SLOT_INITIAL_H 5
@@ -53,6 +55,45 @@ static bool hidden_size(const graph_index *gi, const Onnx__NodeProto *node, int6
     return true;
 }
 
+/* A fixed sequence length is worth flagging: such a node often runs across
+ * something other than time (frequency bins, a fixed window) and must then
+ * keep its zero state; --exclude leaves it alone. */
+static bool flag_fixed_sequence_length(rewrite_ctx *ctx, const recurrent_shape *rs, size_t rn)
+{
+    dim_info t = { 0 };
+    if (!infer_dim(&ctx->index, rs->x, rs->batch_first ? 1 : 0, &t))
+        return false;
+    if (t.known && !t.param) {
+        report_node_set_sequence_length(&ctx->report, rn, t.value);
+        report_node_warn(&ctx->report, rn,
+                         "the sequence length is fixed at %lld: if this node does not run over "
+                         "time, its state must not be carried (leave it out with an exclude "
+                         "pattern)",
+                         (long long)t.value);
+    }
+    dim_info_clear(&t);
+    return true;
+}
+
+/* Why the include/exclude patterns leave the node out, or NULL. */
+static const char *selection_skip_reason(const rnnstate_options *o, const char *name, char *buf,
+                                         size_t size)
+{
+    for (size_t i = 0; i < o->n_exclude; i++) {
+        if (fnmatch(o->exclude[i], name, 0) == 0) {
+            snprintf(buf, size, "excluded by pattern '%s'", o->exclude[i]);
+            return buf;
+        }
+    }
+    for (size_t i = 0; i < o->n_include; i++)
+        if (fnmatch(o->include[i], name, 0) == 0)
+            return NULL;
+    if (o->n_include == 0)
+        return NULL;
+    snprintf(buf, size, "matches no include pattern");
+    return buf;
+}
+
 static int64_t direction_count(const Onnx__NodeProto *node)
 {
     char buf[32];
@@ -64,10 +105,11 @@ static int64_t direction_count(const Onnx__NodeProto *node)
  * NULL when the node can be handled. Fails (returns "") only when out of
  * memory. */
 static const char *describe_node(rewrite_ctx *ctx, const Onnx__NodeProto *node, const char *prefix,
-                                 recurrent_shape *rs)
+                                 int k, recurrent_shape *rs)
 {
     memset(rs, 0, sizeof *rs);
     rs->node = node;
+    rs->k = k;
     rs->x = node_input(node, 0);
     rs->prefix = prefix;
     rs->batch_first = node_attr_int(node, "layout", 0) == 1;
@@ -145,11 +187,17 @@ static const char *check_source(const recurrent_shape *rs, const state_source *s
     return buf;
 }
 
-static char *slot_name(rewrite_ctx *ctx, const char *prefix, const char *what, int slot)
+/* The name of a new state input or output: the name template expanded, made
+ * unique in the model. */
+static char *slot_name(rewrite_ctx *ctx, const recurrent_shape *rs, const char *what, int slot)
 {
-    char base[512];
-    snprintf(base, sizeof base, "%s_%s_%s", prefix, what, slot_letter[slot]);
-    return name_registry_unique(&ctx->names, base);
+    char label[16];
+    snprintf(label, sizeof label, "%s_%s", what, slot_letter[slot]);
+    char *base = expand_name_template(ctx->options.name_template, str_or_empty(rs->node->op_type),
+                                      rs->k, str_or_empty(rs->node->name), label);
+    char *name = base ? name_registry_unique(&ctx->names, base) : NULL;
+    free(base);
+    return name;
 }
 
 static bool remember_detached(rewrite_ctx *ctx, const char *value)
@@ -196,7 +244,7 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, recurrent_shape *rs,
         def.uniform = true;
         memset(def.fill, 0, sizeof def.fill);
     }
-    char *name = slot_name(ctx, rs->prefix, "initial", slot), *slot_value = NULL;
+    char *name = slot_name(ctx, rs, "initial", slot), *slot_value = NULL;
     if (!name)
         return ctx_oom(ctx);
     rnnstate_status st = add_state_input(ctx, rs, name, &def, rn, &slot_value, optional);
@@ -224,7 +272,7 @@ static rnnstate_status replace_with_input(rewrite_ctx *ctx, recurrent_shape *rs,
         memcpy(def.fill, src->fill, sizeof def.fill);
         def.pattern = src->pattern;
     }
-    char *name = slot_name(ctx, rs->prefix, "initial", slot), *slot_value = NULL;
+    char *name = slot_name(ctx, rs, "initial", slot), *slot_value = NULL;
     if (!name || !remember_detached(ctx, old)) {
         free(name);
         return ctx_oom(ctx);
@@ -299,7 +347,7 @@ static rnnstate_status expose_output_side(rewrite_ctx *ctx, recurrent_shape *rs,
     /* An output nothing reads (PyTorch names them all) is renamed to the
      * predictable {op}_{k}_Y_{h|c}; one that feeds computation keeps its name. */
     bool unread = !*y || graph_index_value_unused(&ctx->index, y);
-    char *name = unread ? slot_name(ctx, rs->prefix, "Y", slot) : strdup(y);
+    char *name = unread ? slot_name(ctx, rs, "Y", slot) : strdup(y);
     if (!name || !node_set_output(node, SLOT_Y_H + slot, name)) {
         free(name);
         return ctx_oom(ctx);
@@ -386,7 +434,12 @@ static rnnstate_status expose_node(rewrite_ctx *ctx, Onnx__NodeProto *node, int 
     snprintf(prefix, sizeof prefix, "%s_%d", op, k);
     size_t rn = report_add_node(&ctx->report, "main", op, str_or_empty(node->name));
     recurrent_shape rs;
-    const char *skip = describe_node(ctx, node, prefix, &rs);
+    const char *skip = describe_node(ctx, node, prefix, k, &rs);
+    if (!skip && !flag_fixed_sequence_length(ctx, &rs, rn))
+        skip = "";
+    if (!skip)
+        skip = selection_skip_reason(&ctx->options, str_or_empty(node->name), reason,
+                                     sizeof reason);
     state_source sources[2];
     for (int s = 0; !skip && s < n_slots; s++) {
         if (!trace_initial_state(&ctx->index, node_input(node, SLOT_INITIAL_H + s), &sources[s]))
@@ -440,4 +493,40 @@ rnnstate_status pass_state(rewrite_ctx *ctx)
     if (st == RNNSTATE_OK && !graph_index_build(&ctx->index, ctx->graph))
         st = ctx_oom(ctx);
     return st;
+}
+
+/* Expands the name template; returns a new string, or NULL when out of memory. */
+char *expand_name_template(const char *tmpl, const char *op, int k, const char *node_name,
+                           const char *slot)
+{
+    strbuf sb = STRBUF_INIT;
+    char number[16];
+    snprintf(number, sizeof number, "%d", k);
+    for (const char *p = tmpl ? tmpl : RNNSTATE_DEFAULT_NAME_TEMPLATE; *p; p++) {
+        if (!strncmp(p, "{op}", 4)) {
+            sb_adds(&sb, op);
+            p += 3;
+        } else if (!strncmp(p, "{k}", 3)) {
+            sb_adds(&sb, number);
+            p += 2;
+        } else if (!strncmp(p, "{name}", 6)) {
+            sb_adds(&sb, node_name);
+            p += 5;
+        } else if (!strncmp(p, "{slot}", 6)) {
+            sb_adds(&sb, slot);
+            p += 5;
+        } else {
+            sb_add(&sb, p, 1);
+        }
+    }
+    if (sb.oom) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb);
+}
+
+bool name_template_valid(const char *tmpl)
+{
+    return !tmpl || (strstr(tmpl, "{slot}") && (strstr(tmpl, "{k}") || strstr(tmpl, "{name}")));
 }

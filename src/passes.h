@@ -43,6 +43,14 @@ rnnstate_status pass_state(rewrite_ctx *ctx);
 /* Removes nodes and initializers left without readers by the state pass. */
 rnnstate_status pass_cleanup(rewrite_ctx *ctx);
 
+/* Writes the state pairs into metadata_props when the model changed. */
+rnnstate_status pass_metadata(rewrite_ctx *ctx);
+
+/* The name template (see rnnstate_options) expanded for one slot. */
+char *expand_name_template(const char *tmpl, const char *op, int k, const char *node_name,
+                           const char *slot);
+bool name_template_valid(const char *tmpl);
+
 /* Fails the pass with an out-of-memory error. */
 rnnstate_status ctx_oom(rewrite_ctx *ctx);
 

@@ -93,6 +93,7 @@ size_t report_add_node(report_builder *rb, const char *graph, const char *op, co
     n->op = strdup(op);
     n->name = strdup(name);
     n->status = RNNSTATE_NODE_ALREADY_EXPOSED;
+    n->fixed_sequence_length = -1;
     if (!n->graph || !n->op || !n->name) {
         free((char *)n->graph);
         free((char *)n->op);
@@ -101,6 +102,12 @@ size_t report_add_node(report_builder *rb, const char *graph, const char *op, co
         return SIZE_MAX;
     }
     return r->n_nodes++;
+}
+
+void report_node_set_sequence_length(report_builder *rb, size_t node, int64_t length)
+{
+    if (node != SIZE_MAX)
+        node_at(rb, node)->fixed_sequence_length = length;
 }
 
 void report_node_set_status(report_builder *rb, size_t node, rnnstate_node_status status)
@@ -343,10 +350,14 @@ static void add_json_node(strbuf *sb, const rnnstate_node_report *n)
     add_json_names(sb, n->n_outputs_added, n->outputs_added);
     sb_adds(sb, ", \"decisions\": ");
     add_json_names(sb, n->n_decisions, n->decisions);
+    if (n->fixed_sequence_length >= 0)
+        sb_addf(sb, ", \"fixed_sequence_length\": %lld", (long long)n->fixed_sequence_length);
+    else
+        sb_adds(sb, ", \"fixed_sequence_length\": null");
     sb_adds(sb, "}");
 }
 
-static void add_json_pair(strbuf *sb, const rnnstate_state_pair *p)
+void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added)
 {
     sb_adds(sb, "{\"input\": ");
     sb_add_json_string(sb, p->input);
@@ -363,8 +374,11 @@ static void add_json_pair(strbuf *sb, const rnnstate_state_pair *p)
         else
             sb_adds(sb, "null");
     }
-    sb_addf(sb, "], \"dtype\": \"%s\", \"optional\": %s, \"added\": %s}", p->dtype,
-            p->optional ? "true" : "false", p->added ? "true" : "false");
+    sb_addf(sb, "], \"dtype\": \"%s\", \"optional\": %s", p->dtype,
+            p->optional ? "true" : "false");
+    if (with_added)
+        sb_addf(sb, ", \"added\": %s", p->added ? "true" : "false");
+    sb_adds(sb, "}");
 }
 
 static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
@@ -385,7 +399,7 @@ static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
     sb_adds(sb, "],\n     \"state\": [");
     for (size_t i = 0; r && i < r->n_pairs; i++) {
         sb_adds(sb, i ? ",\n       " : "\n       ");
-        add_json_pair(sb, &r->pairs[i]);
+        report_pair_json(sb, &r->pairs[i], true);
     }
     sb_adds(sb, "],\n     \"notes\": ");
     if (r)

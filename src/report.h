@@ -9,6 +9,7 @@
 
 #include "onnx_build.h"
 #include "rnnstate.h"
+#include "strbuf.h"
 
 typedef struct report_builder {
     rnnstate_report *report;
@@ -22,6 +23,7 @@ void report_builder_discard(report_builder *rb);
 
 /* Adds a node entry and returns its index. */
 size_t report_add_node(report_builder *rb, const char *graph, const char *op, const char *name);
+void report_node_set_sequence_length(report_builder *rb, size_t node, int64_t length);
 void report_node_set_status(report_builder *rb, size_t node, rnnstate_node_status status);
 void report_node_set_reason(report_builder *rb, size_t node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -36,5 +38,9 @@ void report_note(report_builder *rb, const char *fmt, ...) __attribute__((format
 void report_add_pair(report_builder *rb, const char *input, const char *output,
                      const dim_info *dims, size_t rank, int32_t elem_type, bool optional,
                      bool added);
+
+/* Appends one state pair as a JSON object (the report's and the metadata's
+ * format; `with_added` adds the report-only "added" field). */
+void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added);
 
 #endif

@@ -7,6 +7,7 @@
 static const rewrite_pass passes[] = {
     pass_state,   /* exposes the states; must come first */
     pass_cleanup, /* removes what fed the replaced initial states */
+    pass_metadata, /* records the state pairs; needs the final report */
 };
 
 void rnnstate_options_init(rnnstate_options *options)
@@ -43,6 +44,10 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
         ctx.options = *options;
     else
         rnnstate_options_init(&ctx.options);
+    if (!name_template_valid(ctx.options.name_template))
+        return set_error(err, RNNSTATE_ERR_ARGUMENT,
+                         "name template '%s' must contain {slot} and one of {k} or {name}",
+                         ctx.options.name_template);
     rnnstate_status st = RNNSTATE_OK;
     if (!report_builder_init(&ctx.report) || !graph_index_build(&ctx.index, ctx.graph) ||
         !name_registry_fill(&ctx.names, ctx.graph))

@@ -18,7 +18,8 @@
 typedef struct recurrent_shape {
     const Onnx__NodeProto *node;
     const char *x;          /* the node's X input (for Shape(X)) */
-    const char *prefix;     /* "{op}_{k}", the base of generated names */
+    const char *prefix;     /* "{op}_{k}", the base of generated helper names */
+    int k;                  /* the node's count among nodes of its op */
     bool batch_first;       /* layout = 1 */
     int64_t directions;
     int64_t hidden;

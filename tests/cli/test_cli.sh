@@ -65,7 +65,7 @@ bad_input "tensor instead of model" "$work/tensor.onnx" "not an ONNX model"
 printf '\x08\x08' > "$work/nograph.onnx"
 bad_input "model without graph" "$work/nograph.onnx" "it has no graph"
 mkdir "$work/adir"
-bad_input "directory as model" "$work/adir" "is a directory"
+bad_input "directory without models" "$work/adir" "no *.onnx models found"
 
 # ---- output -----------------------------------------------------------------
 run "unwritable output directory" 1 "$good" -o "$work/missing-dir/out.onnx" &&

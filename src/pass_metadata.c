@@ -1,0 +1,57 @@
+/* The metadata pass: records the model's state pairs in metadata_props under
+ * RNNSTATE_METADATA_KEY, as a JSON list, so that a runtime wrapper (or
+ * OpenVINO's MakeStateful transformation, which takes the same input -> output
+ * map) can find them without a report. Only a model the rewrite changed gets
+ * the entry, so an unchanged model is written back byte for byte. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+static char *pairs_json(const rnnstate_report *r)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_adds(&sb, "[");
+    for (size_t i = 0; i < r->n_pairs; i++) {
+        if (i)
+            sb_adds(&sb, ", ");
+        report_pair_json(&sb, &r->pairs[i], false);
+    }
+    sb_adds(&sb, "]");
+    if (sb.oom) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb);
+}
+
+static Onnx__StringStringEntryProto *metadata_entry(Onnx__ModelProto *m, const char *key)
+{
+    for (size_t i = 0; i < m->n_metadata_props; i++)
+        if (!strcmp(str_or_empty(m->metadata_props[i]->key), key))
+            return m->metadata_props[i];
+    Onnx__StringStringEntryProto *e = malloc(sizeof *e);
+    if (!e)
+        return NULL;
+    onnx__string_string_entry_proto__init(e);
+    if (!set_string(&e->key, key) || !APPEND_PTR(&m->metadata_props, &m->n_metadata_props, e)) {
+        protobuf_c_message_free_unpacked(&e->base, NULL);
+        return NULL;
+    }
+    return e;
+}
+
+rnnstate_status pass_metadata(rewrite_ctx *ctx)
+{
+    if (!ctx->changed)
+        return RNNSTATE_OK;
+    char *json = pairs_json(ctx->report.report);
+    Onnx__StringStringEntryProto *e = json ? metadata_entry(ctx->model, RNNSTATE_METADATA_KEY) : NULL;
+    if (!e) {
+        free(json);
+        return ctx_oom(ctx);
+    }
+    free(e->value);
+    e->value = json;
+    return RNNSTATE_OK;
+}
