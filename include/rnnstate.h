@@ -7,7 +7,7 @@
  *     rnnstate_error err;
  *     rnnstate_model *model;
  *     rnnstate_report *report;
- *     if (rnnstate_model_load_file("in.onnx", &model, &err) == RNNSTATE_OK) {
+ *     if (rnnstate_model_load_file("in.onnx", NULL, &model, &err) == RNNSTATE_OK) {
  *         if (rnnstate_rewrite(model, NULL, &report, &err) == RNNSTATE_OK) {
  *             rnnstate_model_save_file(model, "out.onnx", &err);
  *             rnnstate_report_free(report);
@@ -59,22 +59,36 @@ typedef struct rnnstate_error {
 
 typedef struct rnnstate_model rnnstate_model;
 
+/* What the loader accepts. Hostile input is refused with a message rather
+ * than crashing, hanging or exhausting memory. */
+typedef struct rnnstate_limits {
+    size_t max_model_bytes; /* larger files are refused (default 2 GiB, protobuf's own limit) */
+    size_t max_nesting;     /* nested messages: subgraphs, types (default 256) */
+} rnnstate_limits;
+
+#define RNNSTATE_DEFAULT_MAX_MODEL_BYTES ((size_t)2 << 30)
+#define RNNSTATE_DEFAULT_MAX_NESTING ((size_t)256)
+
+/* Fills `limits` with the defaults. Every load function takes NULL for them. */
+void rnnstate_limits_init(rnnstate_limits *limits);
+
 /* Reads and parses an ONNX model. `path` is opened read-only and never
  * modified. On success *model is a new model the caller frees with
  * rnnstate_model_free(); on failure *model is NULL. */
-rnnstate_status rnnstate_model_load_file(const char *path, rnnstate_model **model,
-                                         rnnstate_error *err);
+rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits *limits,
+                                         rnnstate_model **model, rnnstate_error *err);
 
 /* Reads a model from an open file descriptor until end of file (e.g. 0 for
  * standard input); `label` names it in messages. The descriptor stays open. */
-rnnstate_status rnnstate_model_load_fd(int fd, const char *label, rnnstate_model **model,
-                                       rnnstate_error *err);
+rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
+                                       rnnstate_model **model, rnnstate_error *err);
 
 /* Parses an ONNX model from `size` bytes at `data` (copied as needed; the
  * caller keeps ownership of `data`). `label` names the buffer in messages
  * (e.g. "<stdin>"). */
 rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const char *label,
-                                           rnnstate_model **model, rnnstate_error *err);
+                                           const rnnstate_limits *limits, rnnstate_model **model,
+                                           rnnstate_error *err);
 
 /* Serializes the model and writes it to `path` atomically: into a temporary
  * file in the same directory, flushed to disk, then renamed over `path`. On

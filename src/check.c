@@ -10,7 +10,7 @@
  * value may be produced twice (by two nodes, or by a node and an input or
  * initializer). */
 static rnnstate_status check_unique(const Onnx__GraphProto *g, const char *label,
-                                    rnnstate_error *err)
+                                    const char *what_failed, rnnstate_error *err)
 {
     strmap seen = STRMAP_INIT;
     rnnstate_status st = RNNSTATE_OK;
@@ -53,8 +53,8 @@ static rnnstate_status check_unique(const Onnx__GraphProto *g, const char *label
     if (st != RNNSTATE_OK)
         return set_error(err, st, "%s: out of memory", label);
     if (dup)
-        return set_error(err, RNNSTATE_ERR_INVALID, "%s: check failed: %s '%s' appears twice",
-                         label, what, dup);
+        return set_error(err, RNNSTATE_ERR_INVALID, "%s: %s: %s '%s' appears twice", label,
+                         what_failed, what, dup);
     return RNNSTATE_OK;
 }
 
@@ -85,7 +85,7 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
                                      rnnstate_error *err)
 {
     Onnx__GraphProto *g = model->proto->graph;
-    rnnstate_status st = check_unique(g, model->label, err);
+    rnnstate_status st = check_unique(g, model->label, "check failed", err);
     if (st != RNNSTATE_OK)
         return st;
     graph_index gi = { .by_name = STRMAP_INIT };
@@ -95,4 +95,10 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
         st = check_pair(&gi, &report->pairs[i], model->label, err);
     graph_index_free(&gi);
     return st;
+}
+
+rnnstate_status validate_graph_names(const Onnx__GraphProto *graph, const char *label,
+                                     rnnstate_error *err)
+{
+    return check_unique(graph, label, "invalid model", err);
 }

@@ -89,6 +89,7 @@ typedef struct cli {
     bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip;
     string_list include, exclude;
     rnnstate_options options;
+    rnnstate_limits limits;
 } cli;
 
 typedef struct run_totals {
@@ -135,11 +136,32 @@ static int usage_error(const char *fmt, const char *arg)
 
 /* ---- options ------------------------------------------------------------- */
 
+/* "123", "64K", "500M", "2G" (binary multiples); at least 1 byte, at most 2G. */
+static bool parse_size(const char *text, size_t *bytes)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    unsigned shift = 0;
+    if (end == text || errno || text[0] == '-')
+        return false;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end || v == 0 || v > (RNNSTATE_DEFAULT_MAX_MODEL_BYTES >> shift))
+        return false;
+    *bytes = (size_t)(v << shift);
+    return true;
+}
+
 /* Parses argv into *c; returns -1 to go on, or an exit status. */
 static int parse_args(int argc, char **argv, cli *c)
 {
     enum { OPT_STATE_INPUTS = 256, OPT_JSON, OPT_CHECK, OPT_INCLUDE, OPT_EXCLUDE,
-           OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP };
+           OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE };
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "output-dir", required_argument, NULL, 'd' },
@@ -154,11 +176,13 @@ static int parse_args(int argc, char **argv, cli *c)
         { "quiet", no_argument, NULL, 'q' },
         { "verbose", no_argument, NULL, 'v' },
         { "fail-on-skip", no_argument, NULL, OPT_FAIL_ON_SKIP },
+        { "max-model-size", required_argument, NULL, OPT_MAX_MODEL_SIZE },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     rnnstate_options_init(&c->options);
+    rnnstate_limits_init(&c->limits);
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":o:d:rnqvhV", longopts, NULL)) != -1) {
@@ -175,6 +199,11 @@ static int parse_args(int argc, char **argv, cli *c)
         case OPT_INCLUDE: list_push(&c->include, xstrdup(optarg)); break;
         case OPT_EXCLUDE: list_push(&c->exclude, xstrdup(optarg)); break;
         case OPT_NAME_TEMPLATE: c->options.name_template = optarg; break;
+        case OPT_MAX_MODEL_SIZE:
+            if (!parse_size(optarg, &c->limits.max_model_bytes))
+                return usage_error("--max-model-size takes a size such as 500M or 2G, not '%s'",
+                                   optarg);
+            break;
         case OPT_STATE_INPUTS:
             if (!strcmp(optarg, "optional"))
                 c->options.state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;
@@ -390,7 +419,7 @@ static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *mo
 }
 
 /* --check: re-load what was written and verify it. */
-static rnnstate_status check_written(const job *j, const rnnstate_model *model,
+static rnnstate_status check_written(const cli *c, const job *j, const rnnstate_model *model,
                                      const rnnstate_report *report, rnnstate_error *err)
 {
     rnnstate_model *again = NULL;
@@ -400,11 +429,11 @@ static rnnstate_status check_written(const job *j, const rnnstate_model *model,
         size_t size;
         st = rnnstate_model_save_memory(model, &data, &size, err);
         if (st == RNNSTATE_OK)
-            st = rnnstate_model_load_memory(data, size, "<stdout>", &again, err);
+            st = rnnstate_model_load_memory(data, size, "<stdout>", &c->limits, &again, err);
         if (st == RNNSTATE_OK)
             rnnstate_buffer_free(data);
     } else {
-        st = rnnstate_model_load_file(j->output, &again, err);
+        st = rnnstate_model_load_file(j->output, &c->limits, &again, err);
     }
     if (st == RNNSTATE_OK)
         st = rnnstate_model_check(again, report, err);
@@ -412,11 +441,12 @@ static rnnstate_status check_written(const job *j, const rnnstate_model *model,
     return st;
 }
 
-static rnnstate_status load(const job *j, rnnstate_model **model, rnnstate_error *err)
+static rnnstate_status load(const cli *c, const job *j, rnnstate_model **model,
+                            rnnstate_error *err)
 {
     if (!strcmp(j->input, "-"))
-        return rnnstate_model_load_fd(STDIN_FILENO, "<stdin>", model, err);
-    return rnnstate_model_load_file(j->input, model, err);
+        return rnnstate_model_load_fd(STDIN_FILENO, "<stdin>", &c->limits, model, err);
+    return rnnstate_model_load_file(j->input, &c->limits, model, err);
 }
 
 static void count_result(const rnnstate_report *report, run_totals *t)
@@ -439,13 +469,13 @@ static void process(const cli *c, const job *j, FILE *text, rnnstate_report **re
 {
     rnnstate_model *model = NULL;
     const char *label = strcmp(j->input, "-") ? j->input : "<stdin>";
-    rnnstate_status st = load(j, &model, err);
+    rnnstate_status st = load(c, j, &model, err);
     if (st == RNNSTATE_OK)
         st = rnnstate_rewrite(model, &c->options, report, err);
     if (st == RNNSTATE_OK && j->output)
         st = save(c, j, model, err);
     if (st == RNNSTATE_OK && j->output && c->check)
-        st = check_written(j, model, *report, err);
+        st = check_written(c, j, model, *report, err);
     if (st == RNNSTATE_OK && !c->quiet) {
         rnnstate_report_write_text(*report, label, c->verbose, text);
         if (!j->output)

@@ -17,4 +17,9 @@ struct rnnstate_model {
 rnnstate_status set_error(rnnstate_error *err, rnnstate_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Refuses a graph whose names clash (a value produced twice, duplicate
+ * inputs, outputs or initializers): the rewrite's analysis assumes SSA. */
+rnnstate_status validate_graph_names(const Onnx__GraphProto *graph, const char *label,
+                                     rnnstate_error *err);
+
 #endif

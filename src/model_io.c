@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* O_TMPFILE, linkat */
 /* Loading and saving models.
  *
  * Loading reads the whole file into memory and unpacks it with protobuf-c,
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +18,32 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "wire_scan.h"
 
-/* protobuf's own limit on one message; a larger file cannot be a valid model
- * without external data. */
-#define MAX_MODEL_BYTES ((size_t)2 << 30)
+void rnnstate_limits_init(rnnstate_limits *limits)
+{
+    limits->max_model_bytes = RNNSTATE_DEFAULT_MAX_MODEL_BYTES;
+    limits->max_nesting = RNNSTATE_DEFAULT_MAX_NESTING;
+}
+
+static rnnstate_limits limits_or_defaults(const rnnstate_limits *limits)
+{
+    rnnstate_limits l;
+    rnnstate_limits_init(&l);
+    if (limits) {
+        if (limits->max_model_bytes)
+            l.max_model_bytes = limits->max_model_bytes;
+        if (limits->max_nesting)
+            l.max_nesting = limits->max_nesting;
+    }
+    return l;
+}
+
+static rnnstate_status too_large(const char *label, size_t limit, rnnstate_error *err)
+{
+    return set_error(err, RNNSTATE_ERR_INVALID,
+                     "%s: larger than the limit of %zu bytes (see --max-model-size)", label, limit);
+}
 
 rnnstate_status set_error(rnnstate_error *err, rnnstate_status status, const char *fmt, ...)
 {
@@ -33,21 +57,25 @@ rnnstate_status set_error(rnnstate_error *err, rnnstate_status status, const cha
     return status;
 }
 
-static rnnstate_status read_fd(int fd, const char *path, unsigned char **data, size_t *size,
-                               rnnstate_error *err)
+/* Reads to end of file, refusing more than `limit` bytes before it has
+ * allocated them (the size of a pipe is not known in advance). */
+static rnnstate_status read_fd(int fd, const char *path, size_t limit, unsigned char **data,
+                               size_t *size, rnnstate_error *err)
 {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > limit)
+        return too_large(path, limit, err);
     size_t cap = 1 << 16, len = 0;
     unsigned char *buf = malloc(cap);
     if (!buf)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", path);
     for (;;) {
+        if (len > limit) {
+            free(buf);
+            return too_large(path, limit, err);
+        }
         if (len == cap) {
-            if (cap >= MAX_MODEL_BYTES) {
-                free(buf);
-                return set_error(err, RNNSTATE_ERR_INVALID,
-                                 "%s: larger than the 2 GiB limit of a protobuf model", path);
-            }
-            unsigned char *grown = realloc(buf, cap * 2);
+            unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
             if (!grown) {
                 free(buf);
                 return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", path);
@@ -72,8 +100,8 @@ static rnnstate_status read_fd(int fd, const char *path, unsigned char **data, s
     return RNNSTATE_OK;
 }
 
-rnnstate_status rnnstate_model_load_file(const char *path, rnnstate_model **model,
-                                         rnnstate_error *err)
+rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits *limits,
+                                         rnnstate_model **model, rnnstate_error *err)
 {
     *model = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -84,21 +112,22 @@ rnnstate_status rnnstate_model_load_file(const char *path, rnnstate_model **mode
         close(fd);
         return set_error(err, RNNSTATE_ERR_IO, "%s: is a directory, not a model file", path);
     }
-    rnnstate_status status = rnnstate_model_load_fd(fd, path, model, err);
+    rnnstate_status status = rnnstate_model_load_fd(fd, path, limits, model, err);
     close(fd);
     return status;
 }
 
-rnnstate_status rnnstate_model_load_fd(int fd, const char *label, rnnstate_model **model,
-                                       rnnstate_error *err)
+rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
+                                       rnnstate_model **model, rnnstate_error *err)
 {
     unsigned char *data = NULL;
     size_t size = 0;
     *model = NULL;
-    rnnstate_status status = read_fd(fd, label, &data, &size, err);
+    rnnstate_limits l = limits_or_defaults(limits);
+    rnnstate_status status = read_fd(fd, label, l.max_model_bytes, &data, &size, err);
     if (status != RNNSTATE_OK)
         return status;
-    status = rnnstate_model_load_memory(data, size, label, model, err);
+    status = rnnstate_model_load_memory(data, size, label, &l, model, err);
     free(data);
     return status;
 }
@@ -116,16 +145,20 @@ static rnnstate_status check_is_model(const Onnx__ModelProto *proto, const char 
 }
 
 rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const char *label,
-                                           rnnstate_model **model, rnnstate_error *err)
+                                           const rnnstate_limits *limits, rnnstate_model **model,
+                                           rnnstate_error *err)
 {
     *model = NULL;
     if (!label)
         label = "<memory>";
+    rnnstate_limits l = limits_or_defaults(limits);
     if (size == 0)
         return set_error(err, RNNSTATE_ERR_NOT_MODEL, "%s: empty file, not an ONNX model", label);
-    if (size > MAX_MODEL_BYTES)
-        return set_error(err, RNNSTATE_ERR_INVALID,
-                         "%s: larger than the 2 GiB limit of a protobuf model", label);
+    if (size > l.max_model_bytes)
+        return too_large(label, l.max_model_bytes, err);
+    rnnstate_status scanned = wire_scan_model(data, size, l.max_nesting, label, err);
+    if (scanned != RNNSTATE_OK)
+        return scanned;
     Onnx__ModelProto *proto = onnx__model_proto__unpack(NULL, size, data);
     if (!proto)
         return set_error(err, RNNSTATE_ERR_NOT_MODEL,
@@ -171,7 +204,7 @@ rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned
     *data = NULL;
     *size = 0;
     size_t n = onnx__model_proto__get_packed_size(model->proto);
-    if (n > MAX_MODEL_BYTES)
+    if (n > RNNSTATE_DEFAULT_MAX_MODEL_BYTES)
         return set_error(err, RNNSTATE_ERR_INVALID,
                          "%s: the rewritten model exceeds the 2 GiB protobuf limit", model->label);
     unsigned char *buf = malloc(n ? n : 1);
@@ -192,60 +225,161 @@ static bool write_all(int fd, const unsigned char *data, size_t size)
         ssize_t put = write(fd, data, size);
         if (put < 0 && errno == EINTR)
             continue;
-        if (put <= 0)
+        if (put <= 0) {
+            if (put == 0)
+                errno = EIO;
             return false;
+        }
         data += put;
         size -= (size_t)put;
     }
     return true;
 }
 
-/* The temporary file lives beside the target so that rename() stays within
- * one file system and is atomic. */
-static char *temp_path_for(const char *path)
+/* The directory part of path ("." when there is none), malloc'd. */
+static char *directory_of(const char *path)
 {
     char *copy = strdup(path);
     if (!copy)
         return NULL;
-    const char *dir = dirname(copy);
+    char *dir = strdup(dirname(copy));
+    free(copy);
+    return dir;
+}
+
+/* A name for the temporary file beside the target, so that rename() stays
+ * within one file system and is atomic. */
+static char *temp_name_for(const char *path)
+{
+    char *dir = directory_of(path);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    size_t need = strlen(dir) + strlen(base) + 32;
-    char *tmp = malloc(need);
+    size_t need = (dir ? strlen(dir) : 0) + strlen(base) + 32;
+    char *tmp = dir ? malloc(need) : NULL;
     if (tmp)
         snprintf(tmp, need, "%s/.%s.tmp-XXXXXX", dir, base);
-    free(copy);
+    free(dir);
     return tmp;
+}
+
+static int write_and_sync(int fd, const unsigned char *data, size_t size)
+{
+    if (!write_all(fd, data, size) || fsync(fd) != 0)
+        return errno ? errno : EIO;
+    return 0;
+}
+
+/* Preferred route: an unnamed file (O_TMPFILE) in the target directory. If
+ * the process dies before it is linked, nothing is left behind, whatever the
+ * signal. It is given a temporary name only once complete, then renamed. */
+static int write_via_unnamed_file(const char *path, const unsigned char *data, size_t size,
+                                  bool *unsupported)
+{
+    *unsupported = false;
+    char *dir = directory_of(path), *tmp = temp_name_for(path);
+    int e = 0, fd = -1;
+    if (!dir || !tmp) {
+        e = ENOMEM;
+        goto done;
+    }
+    fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        e = errno;
+        *unsupported = e == EOPNOTSUPP || e == EISDIR || e == EINVAL;
+        goto done;
+    }
+    if ((e = write_and_sync(fd, data, size)) != 0)
+        goto done;
+    char proc_path[64];
+    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", fd);
+    /* mktemp()'s race does not matter here: linkat() fails rather than
+     * overwrite, and we then retry with a new name */
+    for (int attempt = 0; attempt < 16; attempt++) {
+        strcpy(tmp + strlen(tmp) - 6, "XXXXXX");
+        int tfd = mkstemp(tmp);
+        if (tfd < 0) {
+            e = errno;
+            goto done;
+        }
+        close(tfd);
+        unlink(tmp);
+        if (linkat(AT_FDCWD, proc_path, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+            e = 0;
+            break;
+        }
+        e = errno;
+        if (e != EEXIST) {
+            *unsupported = e == ENOENT || e == EPERM; /* no /proc */
+            goto done;
+        }
+    }
+    if (!e && rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+    }
+done:
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    free(tmp);
+    return e;
+}
+
+/* Fallback route: a named temporary file, removed on any failure. */
+static int write_via_named_file(const char *path, const unsigned char *data, size_t size)
+{
+    char *tmp = temp_name_for(path);
+    if (!tmp)
+        return ENOMEM;
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return e;
+    }
+    /* mkstemp() creates 0600; give the result the mode a new file would get */
+    mode_t mask = umask(0);
+    umask(mask);
+    int e = fchmod(fd, 0666 & ~mask) != 0 ? errno : write_and_sync(fd, data, size);
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) != 0)
+        e = errno;
+    if (e)
+        unlink(tmp);
+    free(tmp);
+    return e;
+}
+
+/* A device or FIFO (/dev/null, /dev/stdout, a pipe) cannot be replaced by a
+ * rename: it is written in place. */
+static int write_to_special_file(const char *path, const unsigned char *data, size_t size)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int e = write_all(fd, data, size) ? 0 : errno;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    return e;
 }
 
 static rnnstate_status write_atomically(const char *path, const unsigned char *data, size_t size,
                                         rnnstate_error *err)
 {
-    char *tmp = temp_path_for(path);
-    if (!tmp)
-        return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rnnstate_status s = set_error(err, RNNSTATE_ERR_IO, "%s: cannot create output: %s", path,
-                                      strerror(errno));
-        free(tmp);
-        return s;
+    struct stat st;
+    int e;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write output: is a directory", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        e = write_to_special_file(path, data, size);
+    } else {
+        bool unsupported;
+        e = write_via_unnamed_file(path, data, size, &unsupported);
+        if (unsupported)
+            e = write_via_named_file(path, data, size);
     }
-    /* mkstemp() creates 0600; give the result the mode a new file would get. */
-    mode_t mask = umask(0);
-    umask(mask);
-    int e = 0;
-    if (fchmod(fd, 0666 & ~mask) != 0 || !write_all(fd, data, size) || fsync(fd) != 0)
-        e = errno ? errno : EIO;
-    if (close(fd) != 0 && !e)
-        e = errno;
-    if (!e && rename(tmp, path) != 0)
-        e = errno;
-    if (e) {
-        unlink(tmp);
-        free(tmp);
+    if (e)
         return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write output: %s", path, strerror(e));
-    }
-    free(tmp);
     return RNNSTATE_OK;
 }
 

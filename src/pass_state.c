@@ -125,6 +125,9 @@ static const char *describe_node(rewrite_ctx *ctx, const Onnx__NodeProto *node, 
         return "hidden_size is missing and R's shape is unknown";
     if (!infer_dim(&ctx->index, rs->x, rs->batch_first ? 0 : 1, &rs->batch))
         return "";
+    if (!state_default_fits(rs))
+        return "the state is too large for a default (over 1 GiB): check hidden_size and the "
+               "batch size";
     if (!rs->batch.known) {
         /* the batch cannot be known statically: give it a fresh symbolic name */
         size_t n = strlen(prefix) + 8;

@@ -48,7 +48,9 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
         return set_error(err, RNNSTATE_ERR_ARGUMENT,
                          "name template '%s' must contain {slot} and one of {k} or {name}",
                          ctx.options.name_template);
-    rnnstate_status st = RNNSTATE_OK;
+    rnnstate_status st = validate_graph_names(ctx.graph, ctx.label, err);
+    if (st != RNNSTATE_OK)
+        return st;
     if (!report_builder_init(&ctx.report) || !graph_index_build(&ctx.index, ctx.graph) ||
         !name_registry_fill(&ctx.names, ctx.graph))
         st = ctx_oom(&ctx);

@@ -28,6 +28,14 @@ static bool batch_is_fixed(const recurrent_shape *rs)
     return rs->batch.known && !rs->batch.param;
 }
 
+bool state_default_fits(const recurrent_shape *rs)
+{
+    int64_t dims[3] = { rs->directions, batch_is_fixed(rs) ? rs->batch.value : 1, rs->hidden };
+    size_t count, width = dtype_size(rs->elem_type);
+    return shape_element_count(dims, 3, &count) && width &&
+           count <= RNNSTATE_MAX_CREATED_TENSOR_BYTES / width;
+}
+
 bool state_pattern_fits(const recurrent_shape *rs, const Onnx__TensorProto *pattern)
 {
     if (pattern->n_dims != 3 || pattern->data_type != rs->elem_type)

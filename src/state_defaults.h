@@ -39,6 +39,10 @@ typedef struct state_default {
 /* The state's dims in the node's layout. */
 void recurrent_state_dims(const recurrent_shape *rs, dim_info dims[3]);
 
+/* True when a default for this state stays within the size the rewriter
+ * creates (checked arithmetic: hostile dims must not overflow). */
+bool state_default_fits(const recurrent_shape *rs);
+
 /* True when `pattern` can serve as the default for this node's state. */
 bool state_pattern_fits(const recurrent_shape *rs, const Onnx__TensorProto *pattern);
 

@@ -32,7 +32,7 @@ int main(int argc, char **argv)
     }
     rnnstate_error err;
     rnnstate_model *model;
-    if (rnnstate_model_load_file(argv[1], &model, &err) != RNNSTATE_OK) {
+    if (rnnstate_model_load_file(argv[1], NULL, &model, &err) != RNNSTATE_OK) {
         fprintf(stderr, "strip-defaults: %s\n", err.message);
         return 1;
     }
