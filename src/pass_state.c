@@ -429,8 +429,9 @@ static rnnstate_status expose_slot(rewrite_ctx *ctx, recurrent_shape *rs, int sl
     return st;
 }
 
-static rnnstate_status expose_node(rewrite_ctx *ctx, Onnx__NodeProto *node, int k)
+static rnnstate_status expose_node(rewrite_ctx *ctx, size_t index, int k)
 {
+    Onnx__NodeProto *node = ctx->graph->node[index];
     const char *op = str_or_empty(node->op_type);
     int n_slots = !strcmp(op, "LSTM") ? 2 : 1;
     char prefix[64], reason[512];
@@ -438,6 +439,7 @@ static rnnstate_status expose_node(rewrite_ctx *ctx, Onnx__NodeProto *node, int 
     size_t rn = report_add_node(&ctx->report, "main", op, str_or_empty(node->name));
     recurrent_shape rs;
     const char *skip = describe_node(ctx, node, prefix, k, &rs);
+    rs.node_index = index;
     if (!skip && !flag_fixed_sequence_length(ctx, &rs, rn))
         skip = "";
     if (!skip)
@@ -487,7 +489,7 @@ rnnstate_status pass_state(rewrite_ctx *ctx)
             continue;
         for (int i = 0; i < 3; i++)
             if (!strcmp(str_or_empty(node->op_type), ops[i]))
-                st = expose_node(ctx, node, counts[i]++);
+                st = expose_node(ctx, n, counts[i]++);
     }
     if (st == RNNSTATE_OK && report_builder_failed(&ctx->report))
         st = ctx_oom(ctx);

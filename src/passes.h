@@ -14,7 +14,7 @@
 /* A node a pass creates, waiting to be inserted before an existing node so
  * that the node list stays topologically sorted. */
 typedef struct queued_node {
-    const Onnx__NodeProto *before;
+    size_t before; /* index of the existing node; the queue is in this order */
     Onnx__NodeProto *node;
 } queued_node;
 

@@ -51,6 +51,7 @@ static char *vformat(const char *fmt, va_list ap)
 bool report_builder_init(report_builder *rb)
 {
     rb->oom = false;
+    rb->pair_keys = (strmap)STRMAP_INIT;
     rb->report = calloc(1, sizeof *rb->report);
     return rb->report != NULL;
 }
@@ -64,11 +65,13 @@ rnnstate_report *report_builder_finish(report_builder *rb)
 {
     rnnstate_report *r = rb->report;
     rb->report = NULL;
+    strmap_free(&rb->pair_keys);
     return r;
 }
 
 void report_builder_discard(report_builder *rb)
 {
+    strmap_free(&rb->pair_keys);
     rnnstate_report_free(rb->report);
     rb->report = NULL;
 }
@@ -193,9 +196,14 @@ void report_add_pair(report_builder *rb, const char *input, const char *output,
                      bool added)
 {
     rnnstate_report *r = rb->report;
-    for (size_t i = 0; i < r->n_pairs; i++)
-        if (!strcmp(r->pairs[i].input, input) && !strcmp(r->pairs[i].output, output))
-            return;
+    strbuf key = STRBUF_INIT;
+    sb_addf(&key, "%s\x1f%s", input, output);
+    bool seen = strmap_get(&rb->pair_keys, key.buf) >= 0;
+    if (!seen && (key.oom || !strmap_put(&rb->pair_keys, key.buf, 1)))
+        rb->oom = true;
+    sb_release(&key);
+    if (seen || rb->oom)
+        return;
     rnnstate_state_pair *grown = realloc((void *)r->pairs, (r->n_pairs + 1) * sizeof *grown);
     if (!grown) {
         rb->oom = true;

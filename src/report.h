@@ -10,9 +10,11 @@
 #include "onnx_build.h"
 #include "rnnstate.h"
 #include "strbuf.h"
+#include "strmap.h"
 
 typedef struct report_builder {
     rnnstate_report *report;
+    strmap pair_keys; /* "input\x1foutput" of every pair, for deduplication */
     bool oom;
 } report_builder;
 

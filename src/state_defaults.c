@@ -95,7 +95,7 @@ static char *unique_name(rewrite_ctx *ctx, const char *prefix, const char *suffi
     return name_registry_unique(&ctx->names, base);
 }
 
-bool queue_node_before(rewrite_ctx *ctx, const Onnx__NodeProto *before, Onnx__NodeProto *node)
+bool queue_node_before(rewrite_ctx *ctx, size_t before, Onnx__NodeProto *node)
 {
     queued_node *grown = realloc(ctx->queued, (ctx->n_queued + 1) * sizeof *grown);
     if (!grown)
@@ -110,15 +110,14 @@ bool flush_queued_nodes(rewrite_ctx *ctx)
     if (!ctx->n_queued)
         return true;
     Onnx__GraphProto *g = ctx->graph;
-    size_t total = g->n_node + ctx->n_queued, at = 0;
+    size_t total = g->n_node + ctx->n_queued, at = 0, q = 0;
     Onnx__NodeProto **nodes = malloc(total * sizeof *nodes);
     if (!nodes)
         return false;
-    /* queued nodes are few: a scan per original node keeps this simple */
+    /* one merge: the queue is already in node order */
     for (size_t n = 0; n < g->n_node; n++) {
-        for (size_t q = 0; q < ctx->n_queued; q++)
-            if (ctx->queued[q].before == g->node[n])
-                nodes[at++] = ctx->queued[q].node;
+        for (; q < ctx->n_queued && ctx->queued[q].before == n; q++)
+            nodes[at++] = ctx->queued[q].node;
         nodes[at++] = g->node[n];
     }
     free(g->node);
@@ -140,7 +139,7 @@ static Onnx__NodeProto *queue_op(rewrite_ctx *ctx, recurrent_shape *rs, const ch
     bool ok = node && append_string(&node->output, &node->n_output, output);
     for (size_t i = 0; ok && i < n_inputs; i++)
         ok = append_string(&node->input, &node->n_input, inputs[i]);
-    if (ok && queue_node_before(ctx, rs->node, node))
+    if (ok && queue_node_before(ctx, rs->node_index, node))
         return node;
     if (node)
         protobuf_c_message_free_unpacked(&node->base, NULL);

@@ -17,6 +17,7 @@
 /* What one recurrent node's state looks like. */
 typedef struct recurrent_shape {
     const Onnx__NodeProto *node;
+    size_t node_index;      /* its position in the graph's node list */
     const char *x;          /* the node's X input (for Shape(X)) */
     const char *prefix;     /* "{op}_{k}", the base of generated helper names */
     int k;                  /* the node's count among nodes of its op */
@@ -54,8 +55,9 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
                                 const state_default *def, size_t report_node, char **slot_value,
                                 bool *optional);
 
-/* Queues `node` to be inserted before `before` when the pass finishes. */
-bool queue_node_before(rewrite_ctx *ctx, const Onnx__NodeProto *before, Onnx__NodeProto *node);
+/* Queues `node` to be inserted before node number `before` when the pass
+ * finishes. Calls must come in non-decreasing order of `before`. */
+bool queue_node_before(rewrite_ctx *ctx, size_t before, Onnx__NodeProto *node);
 
 /* Inserts the queued nodes; called once at the end of the state pass. */
 bool flush_queued_nodes(rewrite_ctx *ctx);
