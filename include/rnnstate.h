@@ -131,6 +131,10 @@ typedef struct rnnstate_options {
     const char *const *include;
     size_t n_exclude;
     const char *const *exclude;
+    /* Rewrite layout=1 (batch-first) recurrent nodes to layout 0 between
+     * Transpose nodes, which ONNX Runtime can run; their state is then
+     * exposed in the layout-0 shape [num_directions, batch, hidden]. */
+    bool to_layout0;
 } rnnstate_options;
 
 #define RNNSTATE_DEFAULT_NAME_TEMPLATE "{op}_{k}_{slot}"

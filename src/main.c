@@ -48,6 +48,9 @@ static const char usage_text[] =
     "      --include GLOB       rewrite only nodes whose name matches GLOB (repeatable)\n"
     "      --exclude GLOB       leave nodes whose name matches GLOB alone (repeatable),\n"
     "                           e.g. a GRU that runs across frequency bins\n"
+    "      --to-layout0         rewrite batch-first (layout=1) recurrent nodes to\n"
+    "                           layout 0 between Transposes, which ONNX Runtime can\n"
+    "                           run; their state is exposed as [directions,batch,hidden]\n"
     "      --name-template T    names of new inputs and outputs; {op}, {k}, {name},\n"
     "                           {slot} (initial_h, initial_c, Y_h, Y_c) are replaced\n"
     "                           (default: {op}_{k}_{slot}, e.g. GRU_0_initial_h)\n"
@@ -161,7 +164,7 @@ static bool parse_size(const char *text, size_t *bytes)
 static int parse_args(int argc, char **argv, cli *c)
 {
     enum { OPT_STATE_INPUTS = 256, OPT_JSON, OPT_CHECK, OPT_INCLUDE, OPT_EXCLUDE,
-           OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE };
+           OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE, OPT_TO_LAYOUT0 };
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "output-dir", required_argument, NULL, 'd' },
@@ -177,6 +180,7 @@ static int parse_args(int argc, char **argv, cli *c)
         { "verbose", no_argument, NULL, 'v' },
         { "fail-on-skip", no_argument, NULL, OPT_FAIL_ON_SKIP },
         { "max-model-size", required_argument, NULL, OPT_MAX_MODEL_SIZE },
+        { "to-layout0", no_argument, NULL, OPT_TO_LAYOUT0 },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -199,6 +203,7 @@ static int parse_args(int argc, char **argv, cli *c)
         case OPT_INCLUDE: list_push(&c->include, xstrdup(optarg)); break;
         case OPT_EXCLUDE: list_push(&c->exclude, xstrdup(optarg)); break;
         case OPT_NAME_TEMPLATE: c->options.name_template = optarg; break;
+        case OPT_TO_LAYOUT0: c->options.to_layout0 = true; break;
         case OPT_MAX_MODEL_SIZE:
             if (!parse_size(optarg, &c->limits.max_model_bytes))
                 return usage_error("--max-model-size takes a size such as 500M or 2G, not '%s'",

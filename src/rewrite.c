@@ -5,8 +5,9 @@
 #include "passes.h"
 
 static const rewrite_pass passes[] = {
-    pass_state,   /* exposes the states; must come first */
-    pass_cleanup, /* removes what fed the replaced initial states */
+    pass_layout0,  /* only with options.to_layout0: makes layout=1 nodes runnable */
+    pass_state,    /* exposes the states */
+    pass_cleanup,  /* removes what fed the replaced initial states */
     pass_metadata, /* records the state pairs; needs the final report */
 };
 
@@ -21,16 +22,27 @@ rnnstate_status ctx_oom(rewrite_ctx *ctx)
     return set_error(ctx->err, RNNSTATE_ERR_NOMEM, "%s: out of memory", ctx->label);
 }
 
+bool ctx_detach(rewrite_ctx *ctx, scope *sc, const char *name)
+{
+    char *copy = strdup(name);
+    detached_value *grown = copy ? realloc(ctx->detached, (ctx->n_detached + 1) * sizeof *grown)
+                                 : NULL;
+    if (!grown) {
+        free(copy);
+        return false;
+    }
+    grown[ctx->n_detached++] = (detached_value){ sc, copy };
+    ctx->detached = grown;
+    return true;
+}
+
 static void ctx_free(rewrite_ctx *ctx)
 {
-    graph_index_free(&ctx->index);
+    scope_tree_free(&ctx->scopes);
     name_registry_free(&ctx->names);
     for (size_t i = 0; i < ctx->n_detached; i++)
-        free(ctx->detached[i]);
+        free(ctx->detached[i].name);
     free(ctx->detached);
-    for (size_t i = 0; i < ctx->n_queued; i++)
-        protobuf_c_message_free_unpacked(&ctx->queued[i].node->base, NULL);
-    free(ctx->queued);
     report_builder_discard(&ctx->report);
 }
 
@@ -51,7 +63,7 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
     rnnstate_status st = validate_graph_names(ctx.graph, ctx.label, err);
     if (st != RNNSTATE_OK)
         return st;
-    if (!report_builder_init(&ctx.report) || !graph_index_build(&ctx.index, ctx.graph) ||
+    if (!report_builder_init(&ctx.report) || !scope_tree_build(&ctx.scopes, ctx.graph) ||
         !name_registry_fill(&ctx.names, ctx.graph))
         st = ctx_oom(&ctx);
     for (size_t i = 0; st == RNNSTATE_OK && i < sizeof passes / sizeof passes[0]; i++)

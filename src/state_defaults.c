@@ -23,7 +23,7 @@ static int batch_axis(const recurrent_shape *rs)
     return rs->batch_first ? 0 : 1;
 }
 
-static bool batch_is_fixed(const recurrent_shape *rs)
+bool batch_is_fixed(const recurrent_shape *rs)
 {
     return rs->batch.known && !rs->batch.param;
 }
@@ -36,14 +36,44 @@ bool state_default_fits(const recurrent_shape *rs)
            count <= RNNSTATE_MAX_CREATED_TENSOR_BYTES / width;
 }
 
+/* The state's dims for a given batch, in the node's layout. */
+static void state_dims_for_batch(const recurrent_shape *rs, int64_t batch, int64_t dims[3])
+{
+    int b = batch_axis(rs);
+    dims[b] = batch;
+    dims[1 - b] = rs->directions;
+    dims[2] = rs->hidden;
+}
+
+/* numpy broadcasting: right-aligned, each pattern dim 1 or equal. */
+static bool broadcasts_to(const Onnx__TensorProto *pattern, const int64_t dims[3])
+{
+    if (pattern->n_dims > 3)
+        return false;
+    for (size_t i = 0; i < pattern->n_dims; i++) {
+        int64_t p = pattern->dims[pattern->n_dims - 1 - i], d = dims[2 - i];
+        if (p != 1 && p != d)
+            return false;
+    }
+    return true;
+}
+
 bool state_pattern_fits(const recurrent_shape *rs, const Onnx__TensorProto *pattern)
 {
-    if (pattern->n_dims != 3 || pattern->data_type != rs->elem_type)
-        return false;
-    int b = batch_axis(rs), d = 1 - b;
-    if (pattern->dims[d] != rs->directions || pattern->dims[2] != rs->hidden)
-        return false;
-    return pattern->dims[b] == 1 || (batch_is_fixed(rs) && pattern->dims[b] == rs->batch.value);
+    int64_t one[3], full[3];
+    state_dims_for_batch(rs, 1, one);
+    state_dims_for_batch(rs, batch_is_fixed(rs) ? rs->batch.value : 1, full);
+    return pattern->data_type == rs->elem_type &&
+           (broadcasts_to(pattern, one) || broadcasts_to(pattern, full));
+}
+
+bool state_pattern_is(const recurrent_shape *rs, const Onnx__TensorProto *pattern,
+                      int64_t batch)
+{
+    int64_t dims[3];
+    state_dims_for_batch(rs, batch, dims);
+    return pattern->data_type == rs->elem_type && pattern->n_dims == 3 &&
+           !memcmp(pattern->dims, dims, sizeof dims);
 }
 
 static int64_t main_opset(const Onnx__ModelProto *model)
@@ -56,34 +86,44 @@ static int64_t main_opset(const Onnx__ModelProto *model)
     return 0;
 }
 
-/* Builds the default tensor: `batch` copies of the pattern's (or fill's) one
- * batch entry along the batch axis. */
+/* Copies `src` (of shape `pdims`, broadcastable to `dims`) into `out`. */
+static void broadcast_copy(const unsigned char *src, const int64_t *pdims, size_t prank,
+                           const int64_t dims[3], size_t width, unsigned char *out)
+{
+    int64_t pd[3] = { 1, 1, 1 }, stride[3];
+    for (size_t i = 0; i < prank; i++)
+        pd[3 - prank + i] = pdims[i];
+    stride[2] = 1;
+    stride[1] = pd[2];
+    stride[0] = pd[1] * pd[2];
+    size_t at = 0;
+    for (int64_t i = 0; i < dims[0]; i++)
+        for (int64_t j = 0; j < dims[1]; j++)
+            for (int64_t k = 0; k < dims[2]; k++, at++) {
+                int64_t from = (pd[0] == 1 ? 0 : i) * stride[0] + (pd[1] == 1 ? 0 : j) * stride[1] +
+                               (pd[2] == 1 ? 0 : k) * stride[2];
+                memcpy(out + at * width, src + (size_t)from * width, width);
+            }
+}
+
+/* The default tensor for a batch: the fill, or the exporter's constant
+ * broadcast to the state's shape. */
 static Onnx__TensorProto *default_tensor(const recurrent_shape *rs, const char *name,
                                          const state_default *def, int64_t batch)
 {
     int64_t dims[3];
-    int b = batch_axis(rs);
-    dims[b] = batch;
-    dims[1 - b] = rs->directions;
-    dims[2] = rs->hidden;
+    state_dims_for_batch(rs, batch, dims);
     if (def->uniform)
         return tensor_new_filled(name, rs->elem_type, dims, 3, def->fill);
     unsigned char *src;
-    size_t src_size, count;
-    if (!tensor_read_bytes(def->pattern, &src, &src_size))
+    size_t src_size;
+    if (!broadcasts_to(def->pattern, dims) || !tensor_read_bytes(def->pattern, &src, &src_size))
         return NULL;
-    Onnx__TensorProto *t = NULL;
-    if (def->pattern->dims[b] == batch) {
-        t = tensor_new(name, rs->elem_type, dims, 3, src, src_size);
-    } else if (shape_element_count(dims, 3, &count)) {
-        /* tile the single batch entry: the state is [D, B, H] or [B, D, H] */
-        t = tensor_new_filled(name, rs->elem_type, dims, 3, src); /* sized; overwritten below */
-        size_t width = dtype_size(rs->elem_type), row = (size_t)rs->hidden * width;
-        for (int64_t i = 0; t && i < batch * rs->directions; i++) {
-            int64_t dir = rs->batch_first ? i % rs->directions : i / batch;
-            memcpy(t->raw_data.data + (size_t)i * row, src + (size_t)dir * row, row);
-        }
-    }
+    /* sized by the fill, then overwritten */
+    Onnx__TensorProto *t = tensor_new_filled(name, rs->elem_type, dims, 3, src);
+    if (t)
+        broadcast_copy(src, def->pattern->dims, def->pattern->n_dims, dims,
+                       dtype_size(rs->elem_type), t->raw_data.data);
     free(src);
     return t;
 }
@@ -95,42 +135,7 @@ static char *unique_name(rewrite_ctx *ctx, const char *prefix, const char *suffi
     return name_registry_unique(&ctx->names, base);
 }
 
-bool queue_node_before(rewrite_ctx *ctx, size_t before, Onnx__NodeProto *node)
-{
-    queued_node *grown = realloc(ctx->queued, (ctx->n_queued + 1) * sizeof *grown);
-    if (!grown)
-        return false;
-    grown[ctx->n_queued++] = (queued_node){ before, node };
-    ctx->queued = grown;
-    return true;
-}
-
-bool flush_queued_nodes(rewrite_ctx *ctx)
-{
-    if (!ctx->n_queued)
-        return true;
-    Onnx__GraphProto *g = ctx->graph;
-    size_t total = g->n_node + ctx->n_queued, at = 0, q = 0;
-    Onnx__NodeProto **nodes = malloc(total * sizeof *nodes);
-    if (!nodes)
-        return false;
-    /* one merge: the queue is already in node order */
-    for (size_t n = 0; n < g->n_node; n++) {
-        for (; q < ctx->n_queued && ctx->queued[q].before == n; q++)
-            nodes[at++] = ctx->queued[q].node;
-        nodes[at++] = g->node[n];
-    }
-    free(g->node);
-    g->node = nodes;
-    g->n_node = at;
-    free(ctx->queued);
-    ctx->queued = NULL;
-    ctx->n_queued = 0;
-    return true;
-}
-
-/* A node with the given inputs and one output, queued before rs->node. */
-static Onnx__NodeProto *queue_op(rewrite_ctx *ctx, recurrent_shape *rs, const char *op,
+Onnx__NodeProto *queue_op(rewrite_ctx *ctx, recurrent_shape *rs, const char *op,
                                  const char *const *inputs, size_t n_inputs, const char *output)
 {
     char *name = unique_name(ctx, rs->prefix, op);
@@ -139,25 +144,26 @@ static Onnx__NodeProto *queue_op(rewrite_ctx *ctx, recurrent_shape *rs, const ch
     bool ok = node && append_string(&node->output, &node->n_output, output);
     for (size_t i = 0; ok && i < n_inputs; i++)
         ok = append_string(&node->input, &node->n_input, inputs[i]);
-    if (ok && queue_node_before(ctx, rs->node_index, node))
+    if (ok && scope_queue_node(rs->sc, rs->node_index, node))
         return node;
     if (node)
         protobuf_c_message_free_unpacked(&node->base, NULL);
     return NULL;
 }
 
-static bool add_initializer(rewrite_ctx *ctx, Onnx__TensorProto *t)
+static bool add_initializer(Onnx__GraphProto *g, Onnx__TensorProto *t)
 {
-    if (t && APPEND_PTR(&ctx->graph->initializer, &ctx->graph->n_initializer, t))
+    if (t && APPEND_PTR(&g->initializer, &g->n_initializer, t))
         return true;
     if (t)
         protobuf_c_message_free_unpacked(&t->base, NULL);
     return false;
 }
 
-static bool add_int64s_initializer(rewrite_ctx *ctx, const char *name, const int64_t *v, size_t n)
+static bool add_int64s_initializer(Onnx__GraphProto *g, const char *name, const int64_t *v,
+                                   size_t n)
 {
-    return add_initializer(ctx, tensor_new_int64s(name, v, n));
+    return add_initializer(g, tensor_new_int64s(name, v, n));
 }
 
 /* The value [1, B, 1] (or [B, 1, 1] batch-first) with B = the batch of X at
@@ -175,8 +181,8 @@ static bool build_batch_shape(rewrite_ctx *ctx, recurrent_shape *rs)
     int64_t axis_value = batch_axis(rs), one_value = 1;
     Onnx__NodeProto *concat = NULL;
     bool ok = shape && axis && batch && one && out &&
-              add_int64s_initializer(ctx, axis, &axis_value, 1) &&
-              add_int64s_initializer(ctx, one, &one_value, 1) &&
+              add_int64s_initializer(rs->sc->graph, axis, &axis_value, 1) &&
+              add_int64s_initializer(rs->sc->graph, one, &one_value, 1) &&
               queue_op(ctx, rs, "Shape", &rs->x, 1, shape) &&
               queue_op(ctx, rs, "Gather", (const char *[]){ shape, axis }, 2, batch);
     if (ok) {
@@ -226,7 +232,8 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
                          "%s is required: a default for a dynamic batch needs Expand (opset >= %d)",
                          name, EXPAND_MIN_OPSET);
     } else if (ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL) {
-        if (!add_initializer(ctx, default_tensor(rs, name, def, fixed ? rs->batch.value : 1)))
+        if (!def->existing &&
+            !add_initializer(ctx->graph, default_tensor(rs, name, def, fixed ? rs->batch.value : 1)))
             return ctx_oom(ctx);
         require_overridable_defaults(ctx);
         *optional = true;

@@ -16,10 +16,11 @@
 
 /* What one recurrent node's state looks like. */
 typedef struct recurrent_shape {
+    scope *sc;              /* the graph holding the node */
     const Onnx__NodeProto *node;
     size_t node_index;      /* its position in the graph's node list */
     const char *x;          /* the node's X input (for Shape(X)) */
-    const char *prefix;     /* "{op}_{k}", the base of generated helper names */
+    char prefix[64];        /* "{op}_{k}", the base of generated helper names */
     int k;                  /* the node's count among nodes of its op */
     bool batch_first;       /* layout = 1 */
     int64_t directions;
@@ -34,7 +35,8 @@ typedef struct recurrent_shape {
 typedef struct state_default {
     bool uniform;
     unsigned char fill[16];
-    const Onnx__TensorProto *pattern;
+    const Onnx__TensorProto *pattern; /* broadcastable to the state's shape */
+    bool existing;  /* an initializer named like the input already holds it */
 } state_default;
 
 /* The state's dims in the node's layout. */
@@ -44,23 +46,29 @@ void recurrent_state_dims(const recurrent_shape *rs, dim_info dims[3]);
  * creates (checked arithmetic: hostile dims must not overflow). */
 bool state_default_fits(const recurrent_shape *rs);
 
-/* True when `pattern` can serve as the default for this node's state. */
+/* True when `pattern` can serve as the default for this node's state: it
+ * broadcasts (numpy rules) to the state's shape. */
 bool state_pattern_fits(const recurrent_shape *rs, const Onnx__TensorProto *pattern);
 
-/* Declares graph input `name` for a state slot and, in optional mode, its
- * default. *slot_value receives a new string naming what the node's slot
- * must read: the input itself, or the Expand of it. *optional tells whether
- * the input got a default. New nodes are queued before rs->node. */
+/* True when `pattern` has exactly the state's shape for `batch`. */
+bool state_pattern_is(const recurrent_shape *rs, const Onnx__TensorProto *pattern, int64_t batch);
+
+/* True when the batch is a fixed number. */
+bool batch_is_fixed(const recurrent_shape *rs);
+
+/* Declares graph input `name` of the main graph for a state slot and, in
+ * optional mode, its default. *slot_value receives a new string naming what
+ * the node's slot must read: the input itself, or the Expand of it (built in
+ * the node's own graph, where X lives). *optional tells whether the input got
+ * a default. New nodes are queued before rs->node. */
 rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const char *name,
                                 const state_default *def, size_t report_node, char **slot_value,
                                 bool *optional);
 
-/* Queues `node` to be inserted before node number `before` when the pass
- * finishes. Calls must come in non-decreasing order of `before`. */
-bool queue_node_before(rewrite_ctx *ctx, size_t before, Onnx__NodeProto *node);
-
-/* Inserts the queued nodes; called once at the end of the state pass. */
-bool flush_queued_nodes(rewrite_ctx *ctx);
+/* A new node with the given inputs and one output, queued before rs->node
+ * in the node's graph. */
+Onnx__NodeProto *queue_op(rewrite_ctx *ctx, recurrent_shape *rs, const char *op,
+                          const char *const *inputs, size_t n_inputs, const char *output);
 
 /* Raises ir_version to 4 where an initializer must be an overridable input
  * default (ONNX Runtime ignores feeds for such inputs below IR 4). */

@@ -1,10 +1,12 @@
 /* state_trace: where a recurrent node's initial state comes from, where its
- * final state goes, and what shape the state has. Read-only analysis of one
- * indexed graph; the state pass decides what to do with the answers.
+ * final state goes, and what shape the state has. Read-only analysis; values
+ * are looked up through enclosing scopes, so a node inside an If branch is
+ * traced into the graphs around it. The state pass decides what to do with
+ * the answers.
  *
  * The sources correspond to the cases of the state pass:
  *   a. ABSENT          the slot is empty
- *   b. GRAPH_INPUT     the slot is a graph input already
+ *   b. GRAPH_INPUT     the slot is a graph input of the main graph already
  *   c. INITIALIZER     the slot is an initializer
  *   d. CONSTANT        an Expand of an initializer or Constant (via_expand)
  *   e. CONSTANT        a chain that only computes a uniform (zero) tensor
@@ -16,8 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "graph_index.h"
 #include "onnx_build.h"
+#include "scope.h"
 
 typedef enum state_source_kind {
     SOURCE_ABSENT,
@@ -31,6 +33,7 @@ typedef enum state_source_kind {
 typedef struct state_source {
     state_source_kind kind;
     const char *input;              /* b, f: the graph input; c: the initializer */
+    const scope *owner;             /* c: the scope holding the initializer */
     const Onnx__NodeProto *node;    /* CONSTANT: the node nearest the slot; g: the blocker */
     bool via_expand;                /* CONSTANT: case d (Expand of a constant) */
     bool uniform;                   /* CONSTANT: every element equals `fill` */
@@ -40,31 +43,33 @@ typedef struct state_source {
     char chain[256];                /* CONSTANT, f: the ops traced, source first */
 } state_source;
 
-/* Classifies the value feeding an initial-state slot. Returns false only when
- * memory runs out. */
-bool trace_initial_state(const graph_index *gi, const char *value, state_source *out);
+/* Classifies the value feeding an initial-state slot of a node in scope `s`.
+ * Returns false only when memory runs out. */
+bool trace_initial_state(const scope *s, const char *value, state_source *out);
 
-/* The graph output that `value` reaches through data-movement ops only
- * (Concat, Squeeze, Unsqueeze, Reshape, Transpose, Identity, Cast, ScatterND),
- * or NULL. */
-const char *trace_final_state(const graph_index *gi, const char *value);
+/* The main-graph output that `value` (in scope `s`) reaches through
+ * data-movement ops only (Concat, Squeeze, Unsqueeze, Reshape, Transpose,
+ * Identity, Cast, ScatterND) and If outputs, or NULL. With `direct`, no op
+ * may lie on the way: the value itself must become that output. */
+const char *trace_final_state(const scope *s, const char *value, bool direct);
 
 /* Infers dimension `axis` of `value` from declared shapes and, where the value
  * carries none (intermediate values usually don't), from its producers:
  * shape-preserving ops, Transpose, Squeeze, Unsqueeze, Reshape, MatMul, Gemm,
  * broadcasts with constants, and the outputs of recurrent nodes. out->known is
  * false when it cannot be known. Returns false only when out of memory. */
-bool infer_dim(const graph_index *gi, const char *value, int64_t axis, dim_info *out);
+bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out);
 
-/* The declared element type of a value (graph input, value_info, output or
- * initializer), or 0. */
-int32_t declared_elem_type(const graph_index *gi, const char *value);
+/* The declared element type of a value, or 0. */
+int32_t declared_elem_type(const scope *s, const char *value);
 
-/* The dims of a value that is an initializer or a Constant's output, or
- * false. `*dims` borrows the tensor's array. */
-const Onnx__TensorProto *constant_tensor(const graph_index *gi, const char *value);
+/* The tensor of a value that is an initializer (not overridable as an input)
+ * or a Constant's output, or NULL. */
+const Onnx__TensorProto *constant_tensor(const scope *s, const char *value);
 
-/* True for the recurrent ops the state pass handles. */
-bool is_recurrent_op(const Onnx__NodeProto *node);
+/* The recurrent ops the state pass handles. */
+typedef enum recurrent_kind { NOT_RECURRENT, RECURRENT_RNN, RECURRENT_GRU, RECURRENT_LSTM,
+                              RECURRENT_QUANT_LSTM } recurrent_kind;
+recurrent_kind recurrent_op(const Onnx__NodeProto *node);
 
 #endif

@@ -1,0 +1,142 @@
+/* The layout pass (with options.to_layout0): ONNX Runtime's CPU kernels
+ * refuse layout=1 (batch-first) RNN, GRU and LSTM nodes. Each such node is
+ * turned into a layout-0 node between Transposes, computing the same values:
+ *   X        [B, T, F]    -> Transpose(1,0,2)   -> [T, B, F]
+ *   initial  [B, D, H]    -> Transpose(1,0,2)   -> [D, B, H]
+ *   Y        [T, D, B, H] -> Transpose(2,0,1,3) -> [B, T, D, H]
+ *   Y_h, Y_c [D, B, H]    -> Transpose(1,0,2)   -> [B, D, H]
+ * Every consumer keeps reading the batch-first values under their old names;
+ * the node's own outputs get new names, so the state pass exposes the state
+ * in the layout-0 shape. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+#include "state_trace.h"
+
+static const int64_t swap01[3] = { 1, 0, 2 };
+static const int64_t y_to_batch_first[4] = { 2, 0, 1, 3 };
+
+static Onnx__NodeProto *transpose(rewrite_ctx *ctx, const char *in, const char *out,
+                                  const int64_t *perm, size_t rank)
+{
+    char *name = name_registry_unique(&ctx->names, out);
+    Onnx__NodeProto *node = name ? node_new("Transpose", name) : NULL;
+    free(name);
+    Onnx__AttributeProto *attr = node ? malloc(sizeof *attr) : NULL;
+    int64_t *ints = attr ? malloc(rank * sizeof *ints) : NULL;
+    bool ok = ints && append_string(&node->input, &node->n_input, in) &&
+              append_string(&node->output, &node->n_output, out);
+    if (attr) {
+        onnx__attribute_proto__init(attr);
+        attr->has_type = 1;
+        attr->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+        attr->ints = ints;
+        attr->n_ints = ints ? rank : 0;
+        if (ints)
+            memcpy(ints, perm, rank * sizeof *ints);
+        ok = ok && set_string(&attr->name, "perm") &&
+             APPEND_PTR(&node->attribute, &node->n_attribute, attr);
+        if (!ok)
+            protobuf_c_message_free_unpacked(&attr->base, NULL);
+    }
+    if (!ok && node) {
+        protobuf_c_message_free_unpacked(&node->base, NULL);
+        node = NULL;
+    }
+    return node;
+}
+
+/* Reads input `slot` through a Transpose queued before the node. */
+static bool transpose_input(rewrite_ctx *ctx, scope *sc, size_t at, Onnx__NodeProto *node,
+                            size_t slot, const int64_t *perm, size_t rank)
+{
+    const char *in = node_input(node, slot);
+    if (!*in)
+        return true;
+    char base[512];
+    snprintf(base, sizeof base, "%s_layout0", in);
+    char *out = name_registry_unique(&ctx->names, base);
+    Onnx__NodeProto *t = out ? transpose(ctx, in, out, perm, rank) : NULL;
+    bool queued = t && scope_queue_node(sc, at, t);
+    if (t && !queued)
+        protobuf_c_message_free_unpacked(&t->base, NULL);
+    bool ok = queued && node_set_input(node, slot, out);
+    free(out);
+    return ok;
+}
+
+/* The node writes output `slot` under a new name; a Transpose queued after
+ * it restores the batch-first value under the old one. */
+static bool transpose_output(rewrite_ctx *ctx, scope *sc, size_t at, Onnx__NodeProto *node,
+                             size_t slot, const int64_t *perm, size_t rank)
+{
+    char *old = strdup(node_output(node, slot));
+    if (!old)
+        return false;
+    if (!*old) {
+        free(old);
+        return true;
+    }
+    char base[512];
+    snprintf(base, sizeof base, "%s_layout0", old);
+    char *fresh = name_registry_unique(&ctx->names, base);
+    Onnx__NodeProto *t = fresh ? transpose(ctx, fresh, old, perm, rank) : NULL;
+    bool queued = t && scope_queue_node(sc, at + 1, t);
+    if (t && !queued)
+        protobuf_c_message_free_unpacked(&t->base, NULL);
+    bool ok = queued && node_set_output(node, slot, fresh);
+    free(old);
+    free(fresh);
+    return ok;
+}
+
+static bool set_layout0(Onnx__NodeProto *node)
+{
+    for (size_t i = 0; i < node->n_attribute; i++)
+        if (!strcmp(str_or_empty(node->attribute[i]->name), "layout"))
+            node->attribute[i]->i = 0;
+    return true;
+}
+
+static bool convert(rewrite_ctx *ctx, scope *sc, size_t at)
+{
+    Onnx__NodeProto *node = sc->graph->node[at];
+    bool lstm = recurrent_op(node) == RECURRENT_LSTM;
+    bool ok = transpose_input(ctx, sc, at, node, 0, swap01, 3) &&
+              transpose_input(ctx, sc, at, node, 5, swap01, 3) &&
+              (!lstm || transpose_input(ctx, sc, at, node, 6, swap01, 3)) &&
+              transpose_output(ctx, sc, at, node, 0, y_to_batch_first, 4) &&
+              transpose_output(ctx, sc, at, node, 1, swap01, 3) &&
+              (!lstm || transpose_output(ctx, sc, at, node, 2, swap01, 3)) && set_layout0(node);
+    if (ok)
+        report_note(&ctx->report,
+                    "%s node '%s' (%s) converted from layout 1 to layout 0 between Transposes",
+                    str_or_empty(node->op_type), str_or_empty(node->name), sc->path);
+    return ok;
+}
+
+rnnstate_status pass_layout0(rewrite_ctx *ctx)
+{
+    if (!ctx->options.to_layout0)
+        return RNNSTATE_OK;
+    bool converted = false;
+    for (size_t i = 0; i < ctx->scopes.n; i++) {
+        scope *sc = ctx->scopes.scopes[i];
+        for (size_t n = 0; n < sc->graph->n_node; n++) {
+            Onnx__NodeProto *node = sc->graph->node[n];
+            recurrent_kind kind = recurrent_op(node);
+            if (kind == NOT_RECURRENT || kind == RECURRENT_QUANT_LSTM ||
+                node_attr_int(node, "layout", 0) != 1)
+                continue;
+            if (!convert(ctx, sc, n))
+                return ctx_oom(ctx);
+            converted = true;
+        }
+    }
+    ctx->changed |= converted;
+    if (converted && (!scope_tree_flush(&ctx->scopes) || !scope_tree_reindex(&ctx->scopes)))
+        return ctx_oom(ctx);
+    return RNNSTATE_OK;
+}

@@ -1,0 +1,184 @@
+#include "scope.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_build.h"
+
+static scope *scope_new(Onnx__GraphProto *graph, scope *parent, size_t parent_node,
+                        const char *attr_name, const char *node_label, bool in_loop)
+{
+    scope *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->graph = graph;
+    s->index = (graph_index){ .by_name = STRMAP_INIT };
+    s->parent = parent;
+    s->parent_node = parent_node;
+    s->in_loop = in_loop;
+    size_t n = (parent ? strlen(parent->path) : 0) + strlen(node_label) + strlen(attr_name) + 8;
+    s->attr_name = strdup(attr_name);
+    s->path = malloc(n);
+    if (!s->attr_name || !s->path || !graph_index_build(&s->index, graph)) {
+        free(s->attr_name);
+        free(s->path);
+        graph_index_free(&s->index);
+        free(s);
+        return NULL;
+    }
+    if (parent)
+        snprintf(s->path, n, "%s/%s.%s", parent->path, node_label, attr_name);
+    else
+        snprintf(s->path, n, "main");
+    return s;
+}
+
+static bool add_scope(scope_tree *tree, scope *s)
+{
+    if (!s)
+        return false;
+    scope **grown = realloc(tree->scopes, (tree->n + 1) * sizeof *grown);
+    if (!grown) {
+        graph_index_free(&s->index);
+        free(s->attr_name);
+        free(s->path);
+        free(s);
+        return false;
+    }
+    grown[tree->n++] = s;
+    tree->scopes = grown;
+    return true;
+}
+
+static bool is_loop_op(const Onnx__NodeProto *node)
+{
+    const char *op = str_or_empty(node->op_type);
+    return !strcmp(op, "Loop") || !strcmp(op, "Scan");
+}
+
+/* Recursion depth is bounded: the loader refuses nesting deeper than its
+ * limit before the model reaches here. */
+static bool add_children(scope_tree *tree, scope *parent)
+{
+    Onnx__GraphProto *g = parent->graph;
+    for (size_t n = 0; n < g->n_node; n++) {
+        const Onnx__NodeProto *node = g->node[n];
+        const char *label = *str_or_empty(node->name) ? node->name : str_or_empty(node->op_type);
+        bool in_loop = parent->in_loop || is_loop_op(node);
+        for (size_t a = 0; a < node->n_attribute; a++) {
+            const Onnx__AttributeProto *attr = node->attribute[a];
+            const char *attr_name = str_or_empty(attr->name);
+            if (attr->g) {
+                scope *child = scope_new(attr->g, parent, n, attr_name, label, in_loop);
+                if (!add_scope(tree, child) || !add_children(tree, child))
+                    return false;
+            }
+            for (size_t i = 0; i < attr->n_graphs; i++) {
+                scope *child = scope_new(attr->graphs[i], parent, n, attr_name, label, in_loop);
+                if (!add_scope(tree, child) || !add_children(tree, child))
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+bool scope_tree_build(scope_tree *tree, Onnx__GraphProto *main_graph)
+{
+    tree->scopes = NULL;
+    tree->n = 0;
+    scope *root = scope_new(main_graph, NULL, 0, "", "", false);
+    bool ok = add_scope(tree, root) && add_children(tree, root);
+    if (!ok)
+        scope_tree_free(tree);
+    return ok;
+}
+
+void scope_tree_free(scope_tree *tree)
+{
+    for (size_t i = 0; i < tree->n; i++) {
+        scope *s = tree->scopes[i];
+        graph_index_free(&s->index);
+        for (size_t q = 0; q < s->n_queued; q++)
+            protobuf_c_message_free_unpacked(&s->queued[q].node->base, NULL);
+        free(s->queued);
+        free(s->attr_name);
+        free(s->path);
+        free(s);
+    }
+    free(tree->scopes);
+    tree->scopes = NULL;
+    tree->n = 0;
+}
+
+bool scope_tree_reindex(scope_tree *tree)
+{
+    for (size_t i = 0; i < tree->n; i++)
+        if (!graph_index_build(&tree->scopes[i]->index, tree->scopes[i]->graph))
+            return false;
+    return true;
+}
+
+scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph)
+{
+    for (size_t i = 0; i < tree->n; i++)
+        if (tree->scopes[i]->graph == graph)
+            return tree->scopes[i];
+    return NULL;
+}
+
+const value_entry *scope_lookup(const scope *s, const char *name, const scope **owner)
+{
+    for (; s; s = s->parent) {
+        const value_entry *e = graph_index_find(&s->index, name);
+        if (e && (e->producer >= 0 || e->graph_input >= 0 || e->initializer >= 0)) {
+            *owner = s;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+bool scope_queue_node(scope *s, size_t before, Onnx__NodeProto *node)
+{
+    queued_node *grown = realloc(s->queued, (s->n_queued + 1) * sizeof *grown);
+    if (!grown)
+        return false;
+    grown[s->n_queued++] = (queued_node){ before, node };
+    s->queued = grown;
+    return true;
+}
+
+static bool flush_scope(scope *s)
+{
+    if (!s->n_queued)
+        return true;
+    Onnx__GraphProto *g = s->graph;
+    size_t total = g->n_node + s->n_queued, at = 0, q = 0;
+    Onnx__NodeProto **nodes = malloc(total * sizeof *nodes);
+    if (!nodes)
+        return false;
+    /* one merge: the queue is already in node order */
+    for (size_t n = 0; n <= g->n_node; n++) {
+        for (; q < s->n_queued && s->queued[q].before == n; q++)
+            nodes[at++] = s->queued[q].node;
+        if (n < g->n_node)
+            nodes[at++] = g->node[n];
+    }
+    free(g->node);
+    g->node = nodes;
+    g->n_node = at;
+    free(s->queued);
+    s->queued = NULL;
+    s->n_queued = 0;
+    return true;
+}
+
+bool scope_tree_flush(scope_tree *tree)
+{
+    for (size_t i = 0; i < tree->n; i++)
+        if (!flush_scope(tree->scopes[i]))
+            return false;
+    return true;
+}

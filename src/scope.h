@@ -1,0 +1,61 @@
+/* scope: the model's graphs as a tree. The main graph is the root; every If
+ * branch and Loop/Scan body is a child scope of the graph holding that node.
+ * A name a subgraph reads without defining it refers to the nearest enclosing
+ * scope that defines it (ONNX outer-scope values), which scope_lookup()
+ * follows.
+ *
+ * Invariants: scopes[0] is the main graph; a parent comes before its
+ * children (pre-order), so the order is also a valid processing order. Each
+ * scope's index describes its graph as of the last scope_tree_reindex(). */
+#ifndef RNNSTATE_SCOPE_H
+#define RNNSTATE_SCOPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "graph_index.h"
+
+/* A node a pass creates, waiting to be inserted before an existing node so
+ * that the node list stays topologically sorted. */
+typedef struct queued_node {
+    size_t before; /* index of the existing node (n_node: at the end) */
+    Onnx__NodeProto *node;
+} queued_node;
+
+typedef struct scope {
+    Onnx__GraphProto *graph;
+    graph_index index;
+    struct scope *parent;   /* NULL for the main graph */
+    size_t parent_node;     /* the If/Loop/Scan node in the parent holding this graph */
+    char *attr_name;        /* "then_branch", "else_branch", "body", ... */
+    char *path;             /* "main", "main/If_25.then_branch", ... */
+    bool in_loop;           /* this graph or an enclosing one is a Loop/Scan body */
+    queued_node *queued;    /* kept in non-decreasing order of `before` */
+    size_t n_queued;
+} scope;
+
+typedef struct scope_tree {
+    scope **scopes;
+    size_t n;
+} scope_tree;
+
+bool scope_tree_build(scope_tree *tree, Onnx__GraphProto *main_graph);
+void scope_tree_free(scope_tree *tree);
+/* Rebuilds every scope's index (after the graphs changed). */
+bool scope_tree_reindex(scope_tree *tree);
+
+/* The scope holding a subgraph, or NULL. */
+scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph);
+
+/* Finds the scope that defines `name` (as a node output, graph input or
+ * initializer), starting at `s` and moving outwards. Returns its entry and
+ * sets *owner, or returns NULL. */
+const value_entry *scope_lookup(const scope *s, const char *name, const scope **owner);
+
+/* Queues `node` for insertion before node `before` of the scope's graph;
+ * calls for one scope must come in non-decreasing order of `before`. */
+bool scope_queue_node(scope *s, size_t before, Onnx__NodeProto *node);
+/* Inserts every scope's queued nodes. */
+bool scope_tree_flush(scope_tree *tree);
+
+#endif

@@ -1,0 +1,179 @@
+/* Phase 2 of the state pass, input side: make a slot read a state input. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "state_plan.h"
+
+static bool fill_is_zero(const state_source *s)
+{
+    for (size_t i = 0; i < sizeof s->fill; i++)
+        if (s->fill[i])
+            return false;
+    return s->uniform;
+}
+
+static const char *source_case(const state_source *s)
+{
+    switch (s->kind) {
+    case SOURCE_ABSENT: return "a";
+    case SOURCE_GRAPH_INPUT: return "b";
+    case SOURCE_INITIALIZER: return "c";
+    case SOURCE_CONSTANT: return s->via_expand ? "d" : "e";
+    case SOURCE_VIEW_OF_INPUT: return "f";
+    default: return "g";
+    }
+}
+
+/* Points the node's slot at `value`, remembering what it read before. */
+static rnnstate_status rewire(rewrite_ctx *ctx, node_plan *p, int slot, const char *value)
+{
+    Onnx__NodeProto *node = (Onnx__NodeProto *)p->rs.node;
+    const char *old = node_input(node, SLOT_INITIAL_H + slot);
+    if (!strcmp(old, value))
+        return RNNSTATE_OK;
+    if ((*old && !ctx_detach(ctx, p->rs.sc, old)) ||
+        !node_set_input(node, SLOT_INITIAL_H + slot, value))
+        return ctx_oom(ctx);
+    return RNNSTATE_OK;
+}
+
+static const char *default_word(bool optional, const state_default *def)
+{
+    if (!optional)
+        return "required";
+    if (def->existing)
+        return "default: the initializer's value";
+    if (def->uniform) {
+        for (size_t i = 0; i < sizeof def->fill; i++)
+            if (def->fill[i])
+                return "default: the exporter's constant";
+        return "zero default";
+    }
+    return "default: the exporter's constant";
+}
+
+/* A new (or existing-initializer) input for the slot, wired into the node. */
+static rnnstate_status new_input(rewrite_ctx *ctx, node_plan *p, int slot, char *name,
+                                 const state_default *def, bool *optional)
+{
+    char *slot_value = NULL;
+    rnnstate_status st =
+        add_state_input(ctx, &p->rs, name, def, p->report_node, &slot_value, optional);
+    if (st == RNNSTATE_OK)
+        st = rewire(ctx, p, slot, slot_value);
+    free(slot_value);
+    return st;
+}
+
+/* Case c. An initializer of the main graph read only by this slot, already
+ * shaped as the default, keeps its name and becomes the default of an input
+ * of that name; otherwise (shared, in a subgraph, or of another shape) its
+ * value is copied into a new input of the slot's own. */
+static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int slot,
+                                          char **input_name, bool *optional)
+{
+    const recurrent_shape *rs = &p->rs;
+    const state_source *src = &p->slots[slot].source;
+    char *value = strdup(src->input); /* the slot's string is replaced below */
+    if (!value)
+        return ctx_oom(ctx);
+    const value_entry *e = graph_index_find(&src->owner->index, value);
+    const Onnx__TensorProto *init = src->owner->graph->initializer[e->initializer];
+    bool shared = e->n_consumers > 1 || e->read_by_subgraph || e->graph_output >= 0;
+    int64_t default_batch = batch_is_fixed(rs) ? rs->batch.value : 1;
+    bool keep = !shared && !src->owner->parent && state_pattern_is(rs, init, default_batch) &&
+                ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
+    state_default def = { .pattern = init, .existing = keep };
+    if (!state_pattern_fits(rs, init)) {
+        report_node_warn(&ctx->report, p->report_node,
+                         "initial_%s: initializer '%s' has an unexpected shape; the new input "
+                         "defaults to zeros",
+                         slot_letter[slot], value);
+        def.uniform = true;
+        memset(def.fill, 0, sizeof def.fill);
+    }
+    char *name = keep ? strdup(value) : slot_name(ctx, rs, "initial", slot);
+    rnnstate_status st = name ? new_input(ctx, p, slot, name, &def, optional) : ctx_oom(ctx);
+    if (keep)
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: case c: initializer '%s' is now also a graph input, its "
+                           "value the default",
+                           slot_letter[slot], value);
+    else
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: case c: initializer '%s'%s; new input %s (%s)",
+                           slot_letter[slot], value, shared ? " is shared" : "", name,
+                           default_word(*optional, &def));
+    free(value);
+    *input_name = name;
+    return st;
+}
+
+/* Cases a, d and e: a new input, with the zero or constant default. */
+static rnnstate_status replace_with_input(rewrite_ctx *ctx, node_plan *p, int slot,
+                                          char **input_name, bool *optional)
+{
+    const state_source *src = &p->slots[slot].source;
+    state_default def = { .uniform = true };
+    if (src->kind == SOURCE_CONSTANT) {
+        def.uniform = src->uniform;
+        memcpy(def.fill, src->fill, sizeof def.fill);
+        def.pattern = src->pattern;
+    }
+    char *name = slot_name(ctx, &p->rs, "initial", slot);
+    rnnstate_status st = name ? new_input(ctx, p, slot, name, &def, optional) : ctx_oom(ctx);
+    if (src->kind == SOURCE_ABSENT)
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: case a: absent; new input %s (%s)", slot_letter[slot],
+                           name, default_word(*optional, &def));
+    else
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: case %s: %s constant state from %s; new input %s (%s)",
+                           slot_letter[slot], source_case(src),
+                           src->uniform ? (fill_is_zero(src) ? "zero" : "uniform")
+                                        : "non-uniform",
+                           src->chain, name, default_word(*optional, &def));
+    *input_name = name;
+    return st;
+}
+
+/* Cases b and f, and a reset branch: the model already feeds the state. */
+static rnnstate_status keep_existing_input(rewrite_ctx *ctx, node_plan *p, int slot,
+                                           char **input_name, bool *optional)
+{
+    const slot_plan *sp = &p->slots[slot];
+    const char *input = sp->reset_of ? sp->reset_of : sp->source.input;
+    const value_entry *e = graph_index_find(&ctx->scopes.scopes[0]->index, input);
+    *optional = e && e->initializer >= 0;
+    if (*optional && ctx->model->ir_version < 4)
+        require_overridable_defaults(ctx); /* IR 3: listed as an input, not overridable */
+    if (sp->reset_of)
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: already stateful: a constant reset (%s) of the state "
+                           "that graph input %s carries into the same output %s",
+                           slot_letter[slot], sp->source.chain, input, sp->reached);
+    else if (sp->source.kind == SOURCE_GRAPH_INPUT)
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: case b: already graph input %s", slot_letter[slot], input);
+    else
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: case f: already stateful: %s of graph input %s",
+                           slot_letter[slot], sp->source.chain, input);
+    *input_name = strdup(input);
+    return *input_name ? RNNSTATE_OK : ctx_oom(ctx);
+}
+
+rnnstate_status expose_input_side(rewrite_ctx *ctx, node_plan *p, int slot, char **input_name,
+                                  bool *optional, bool *added)
+{
+    const slot_plan *sp = &p->slots[slot];
+    *optional = false;
+    *added = false;
+    if (sp->reset_of || sp->source.kind == SOURCE_GRAPH_INPUT ||
+        sp->source.kind == SOURCE_VIEW_OF_INPUT)
+        return keep_existing_input(ctx, p, slot, input_name, optional);
+    *added = true;
+    if (sp->source.kind == SOURCE_INITIALIZER)
+        return expose_initializer(ctx, p, slot, input_name, optional);
+    return replace_with_input(ctx, p, slot, input_name, optional);
+}

@@ -1,0 +1,309 @@
+/* Phase 1 of the state pass: plans every recurrent node.
+ *
+ * Spec corners handled here (ONNX RNN/GRU/LSTM, opsets 1-22, and ONNX
+ * Runtime's com.microsoft DynamicQuantizeLSTM):
+ *  - initial_h is input 5 and initial_c input 6; Y_h is output 1, Y_c output
+ *    2; absent optional inputs and outputs are "" or missing at the end.
+ *  - the state is [num_directions, batch, hidden] for layout 0 and
+ *    [batch, num_directions, hidden] for layout 1 (opset 14+).
+ *  - hidden_size may be omitted: it is then R's last dimension ([D, k*H, H]);
+ *    DynamicQuantizeLSTM stores R transposed ([D, H, 4H]): its second.
+ *  - X, W, R and the states share one element type, except in the quantized
+ *    op, whose W and R are int8 while X and the states are float.
+ * A node whose initial state is computed from data is skipped whole: exposing
+ * half of an LSTM's state would make streaming silently wrong. Nodes inside
+ * Loop and Scan bodies run once per iteration, so carrying their state across
+ * calls is ambiguous: they are skipped too. */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state_plan.h"
+#include "tensor_util.h"
+
+const char *const slot_letter[2] = { "h", "c" };
+
+static const char *op_name(recurrent_kind kind)
+{
+    switch (kind) {
+    case RECURRENT_RNN: return "RNN";
+    case RECURRENT_GRU: return "GRU";
+    case RECURRENT_LSTM: return "LSTM";
+    default: return "DynamicQuantizeLSTM";
+    }
+}
+
+/* The element type of the state: W's (it must equal X's), else X's. The
+ * quantized op's W is int8: its state has X's type, float unless declared. */
+static int32_t state_elem_type(const scope *s, const Onnx__NodeProto *node, recurrent_kind kind)
+{
+    int32_t x = declared_elem_type(s, node_input(node, 0));
+    if (kind == RECURRENT_QUANT_LSTM)
+        return x ? x : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    int32_t t = declared_elem_type(s, node_input(node, 1));
+    if (!t) {
+        const Onnx__TensorProto *w = constant_tensor(s, node_input(node, 1));
+        t = w ? w->data_type : 0;
+    }
+    return t ? t : x;
+}
+
+static bool hidden_size(const scope *s, const Onnx__NodeProto *node, recurrent_kind kind,
+                        int64_t *hidden)
+{
+    *hidden = node_attr_int(node, "hidden_size", -1);
+    if (*hidden > 0)
+        return true;
+    dim_info d = { 0 };
+    if (!infer_dim(s, node_input(node, 2), kind == RECURRENT_QUANT_LSTM ? 1 : 2, &d))
+        return false;
+    *hidden = d.known && !d.param ? d.value : -1;
+    dim_info_clear(&d);
+    return true;
+}
+
+static int64_t direction_count(const Onnx__NodeProto *node)
+{
+    char buf[32];
+    const char *dir = node_attr_string(node, "direction", buf, sizeof buf);
+    return dir && !strcmp(dir, "bidirectional") ? 2 : 1;
+}
+
+/* A fixed sequence length is worth flagging: such a node often runs across
+ * something other than time (frequency bins, a fixed window) and must then
+ * keep its zero state; an exclude pattern leaves it alone. */
+static bool flag_fixed_sequence_length(rewrite_ctx *ctx, const node_plan *p)
+{
+    dim_info t = { 0 };
+    if (!infer_dim(p->rs.sc, p->rs.x, p->rs.batch_first ? 1 : 0, &t))
+        return false;
+    if (t.known && !t.param) {
+        report_node_set_sequence_length(&ctx->report, p->report_node, t.value);
+        report_node_warn(&ctx->report, p->report_node,
+                         "the sequence length is fixed at %lld: if this node does not run over "
+                         "time, its state must not be carried (leave it out with an exclude "
+                         "pattern)",
+                         (long long)t.value);
+    }
+    dim_info_clear(&t);
+    return true;
+}
+
+/* Why the include/exclude patterns leave the node out, or NULL. */
+static const char *selection_skip_reason(const rnnstate_options *o, const char *name, char *buf,
+                                         size_t size)
+{
+    for (size_t i = 0; i < o->n_exclude; i++) {
+        if (fnmatch(o->exclude[i], name, 0) == 0) {
+            snprintf(buf, size, "excluded by pattern '%s'", o->exclude[i]);
+            return buf;
+        }
+    }
+    for (size_t i = 0; i < o->n_include; i++)
+        if (fnmatch(o->include[i], name, 0) == 0)
+            return NULL;
+    if (o->n_include == 0)
+        return NULL;
+    snprintf(buf, size, "matches no include pattern");
+    return buf;
+}
+
+/* Fills the node's state shape; returns a skip reason, or NULL when the node
+ * can be handled, or "" when out of memory. */
+static const char *describe_node(node_plan *p)
+{
+    recurrent_shape *rs = &p->rs;
+    const Onnx__NodeProto *node = rs->node;
+    rs->x = node_input(node, 0);
+    rs->batch_first = p->kind != RECURRENT_QUANT_LSTM && node_attr_int(node, "layout", 0) == 1;
+    rs->directions = direction_count(node);
+    rs->elem_type = state_elem_type(rs->sc, node, p->kind);
+    if (node->n_input < 3 || !*rs->x)
+        return "malformed node: X, W and R are required";
+    if (!dtype_size(rs->elem_type))
+        return "the element type of X and W is unknown or not numeric";
+    if (!hidden_size(rs->sc, node, p->kind, &rs->hidden))
+        return "";
+    if (rs->hidden <= 0)
+        return "hidden_size is missing and R's shape is unknown";
+    if (!infer_dim(rs->sc, rs->x, rs->batch_first ? 0 : 1, &rs->batch))
+        return "";
+    if (!rs->batch.known) {
+        /* the batch cannot be known statically: give it a fresh symbolic name */
+        size_t n = strlen(rs->prefix) + 8;
+        if (!(rs->batch.param = malloc(n)))
+            return "";
+        snprintf(rs->batch.param, n, "%s_batch", rs->prefix);
+        rs->batch.known = true;
+    }
+    if (!state_default_fits(rs))
+        return "the state is too large for a default (over 1 GiB): check hidden_size and the "
+               "batch size";
+    return NULL;
+}
+
+static bool fill_is_zero(const state_source *s)
+{
+    for (size_t i = 0; i < sizeof s->fill; i++)
+        if (s->fill[i])
+            return false;
+    return s->uniform;
+}
+
+/* Why a slot's source rules the whole node out, or NULL. */
+static const char *check_source(const recurrent_shape *rs, const state_source *s, char *buf,
+                                size_t size, int slot)
+{
+    if (s->kind == SOURCE_DATA_DEPENDENT) {
+        if (s->node)
+            snprintf(buf, size, "initial_%s is computed from data by %s node '%s'",
+                     slot_letter[slot], str_or_empty(s->node->op_type),
+                     str_or_empty(s->node->name));
+        else
+            snprintf(buf, size, "initial_%s has no producer in this graph", slot_letter[slot]);
+        return buf;
+    }
+    if (s->kind != SOURCE_CONSTANT)
+        return NULL;
+    if (s->uniform) {
+        if (s->elem_type == rs->elem_type || fill_is_zero(s))
+            return NULL;
+        snprintf(buf, size, "initial_%s is a constant of type %s but the state is %s",
+                 slot_letter[slot], dtype_name(s->elem_type), dtype_name(rs->elem_type));
+        return buf;
+    }
+    if (state_pattern_fits(rs, s->pattern))
+        return NULL;
+    snprintf(buf, size,
+             "initial_%s is an Expand of a non-uniform constant whose shape cannot serve as a "
+             "default for the state",
+             slot_letter[slot]);
+    return buf;
+}
+
+/* Analyses one node; returns a skip reason, NULL, or "" when out of memory. */
+static const char *analyse(rewrite_ctx *ctx, node_plan *p, char *reason, size_t size)
+{
+    if (p->rs.sc->in_loop)
+        return "inside a Loop or Scan body: it runs once per iteration, so carrying its state "
+               "across calls is ambiguous";
+    const char *skip = describe_node(p);
+    if (!skip && !flag_fixed_sequence_length(ctx, p))
+        skip = "";
+    if (!skip)
+        skip = selection_skip_reason(&ctx->options, str_or_empty(p->rs.node->name), reason, size);
+    for (int s = 0; !skip && s < p->n_slots; s++) {
+        slot_plan *sp = &p->slots[s];
+        const char *y = node_output(p->rs.node, SLOT_Y_H + s);
+        if (!trace_initial_state(p->rs.sc, node_input(p->rs.node, SLOT_INITIAL_H + s),
+                                 &sp->source))
+            return "";
+        skip = check_source(&p->rs, &sp->source, reason, size, s);
+        sp->reached = *y ? trace_final_state(p->rs.sc, y, false) : NULL;
+        sp->reached_direct = *y ? trace_final_state(p->rs.sc, y, true) : NULL;
+    }
+    return skip;
+}
+
+static rnnstate_status plan_node(rewrite_ctx *ctx, scope *sc, size_t index, recurrent_kind kind,
+                                 int k, node_plan *p)
+{
+    char reason[512];
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    p->rs.sc = sc;
+    p->rs.node = sc->graph->node[index];
+    p->rs.node_index = index;
+    p->rs.k = k;
+    p->n_slots = kind == RECURRENT_LSTM || kind == RECURRENT_QUANT_LSTM ? 2 : 1;
+    snprintf(p->rs.prefix, sizeof p->rs.prefix, "%s_%d", op_name(kind), k);
+    p->report_node = report_add_node(&ctx->report, sc->path, op_name(kind),
+                                     str_or_empty(p->rs.node->name));
+    const char *skip = analyse(ctx, p, reason, sizeof reason);
+    if (skip && !*skip)
+        return ctx_oom(ctx);
+    if (skip) {
+        p->skipped = true;
+        report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_SKIPPED);
+        report_node_set_reason(&ctx->report, p->report_node, "%s", skip);
+    }
+    return RNNSTATE_OK;
+}
+
+/* A constant initial state whose final state reaches an output that another
+ * slot already pairs with a model input only resets that state (Silero: one
+ * If branch starts from zeros, the other from the caller's h and c): the
+ * model is stateful already. */
+static bool mark_resets(plan_list *list)
+{
+    strmap paired = STRMAP_INIT; /* output -> index of a plan slot fed by a model input */
+    bool ok = true;
+    for (size_t i = 0; ok && i < list->n; i++)
+        for (int s = 0; ok && !list->plans[i].skipped && s < list->plans[i].n_slots; s++) {
+            const slot_plan *sp = &list->plans[i].slots[s];
+            bool fed = sp->source.kind == SOURCE_GRAPH_INPUT ||
+                       sp->source.kind == SOURCE_VIEW_OF_INPUT;
+            if (fed && sp->reached)
+                ok = strmap_put(&paired, sp->reached, (int)(i * 2 + (size_t)s));
+        }
+    for (size_t i = 0; ok && i < list->n; i++)
+        for (int s = 0; !list->plans[i].skipped && s < list->plans[i].n_slots; s++) {
+            slot_plan *sp = &list->plans[i].slots[s];
+            int at = sp->reached && sp->source.kind == SOURCE_CONSTANT
+                         ? strmap_get(&paired, sp->reached)
+                         : -1;
+            if (at >= 0)
+                sp->reset_of = list->plans[at / 2].slots[at % 2].source.input;
+        }
+    strmap_free(&paired);
+    return ok;
+}
+
+rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list)
+{
+    int counts[5] = { 0 };
+    list->plans = NULL;
+    list->n = 0;
+    for (size_t i = 0; i < ctx->scopes.n; i++) {
+        scope *sc = ctx->scopes.scopes[i];
+        for (size_t n = 0; n < sc->graph->n_node; n++) {
+            recurrent_kind kind = recurrent_op(sc->graph->node[n]);
+            if (kind == NOT_RECURRENT)
+                continue;
+            node_plan *grown = realloc(list->plans, (list->n + 1) * sizeof *grown);
+            if (!grown)
+                return ctx_oom(ctx);
+            list->plans = grown;
+            rnnstate_status st = plan_node(ctx, sc, n, kind, counts[kind]++, &grown[list->n++]);
+            if (st != RNNSTATE_OK)
+                return st;
+        }
+    }
+    return mark_resets(list) ? RNNSTATE_OK : ctx_oom(ctx);
+}
+
+void plan_list_free(plan_list *list)
+{
+    for (size_t i = 0; i < list->n; i++) {
+        dim_info_clear(&list->plans[i].rs.batch);
+        free(list->plans[i].rs.batch_shape);
+    }
+    free(list->plans);
+    list->plans = NULL;
+    list->n = 0;
+}
+
+char *slot_name(rewrite_ctx *ctx, const recurrent_shape *rs, const char *what, int slot)
+{
+    char label[16];
+    snprintf(label, sizeof label, "%s_%s", what, slot_letter[slot]);
+    const char *op = strcmp(str_or_empty(rs->node->domain), "com.microsoft") == 0
+                         ? "DynamicQuantizeLSTM"
+                         : str_or_empty(rs->node->op_type);
+    char *base = expand_name_template(ctx->options.name_template, op, rs->k,
+                                      str_or_empty(rs->node->name), label);
+    char *name = base ? name_registry_unique(&ctx->names, base) : NULL;
+    free(base);
+    return name;
+}
