@@ -64,16 +64,24 @@ typedef struct rnnstate_model rnnstate_model;
 typedef struct rnnstate_limits {
     size_t max_model_bytes; /* larger files are refused (default 2 GiB, protobuf's own limit) */
     size_t max_nesting;     /* nested messages: subgraphs, types (default 256) */
+    /* Reading a file, initializers of the main graph with at least this many
+     * bytes of data are not read: the writer copies them from the file
+     * (default 64 KiB; SIZE_MAX reads everything). The file must then stay
+     * unchanged until the model is saved. */
+    size_t lazy_tensor_bytes;
 } rnnstate_limits;
 
 #define RNNSTATE_DEFAULT_MAX_MODEL_BYTES ((size_t)2 << 30)
 #define RNNSTATE_DEFAULT_MAX_NESTING ((size_t)256)
+#define RNNSTATE_DEFAULT_LAZY_TENSOR_BYTES ((size_t)64 << 10)
 
 /* Fills `limits` with the defaults. Every load function takes NULL for them. */
 void rnnstate_limits_init(rnnstate_limits *limits);
 
 /* Reads and parses an ONNX model. `path` is opened read-only and never
- * modified. On success *model is a new model the caller frees with
+ * modified; large initializers are left in the file until the model is saved
+ * (see rnnstate_limits), so the file stays open until rnnstate_model_free().
+ * On success *model is a new model the caller frees with
  * rnnstate_model_free(); on failure *model is NULL. */
 rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits *limits,
                                          rnnstate_model **model, rnnstate_error *err);
@@ -93,7 +101,9 @@ rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const 
 /* Serializes the model and writes it to `path` atomically: into a temporary
  * file in the same directory, flushed to disk, then renamed over `path`. On
  * any failure no file is left at `path` (a previous file there is kept) and
- * the temporary file is removed. */
+ * the temporary file is removed. Initializers stored in external files keep
+ * resolving: their relative locations are rewritten for the new directory
+ * (the external files themselves are never read or copied). */
 rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
                                          rnnstate_error *err);
 

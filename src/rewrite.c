@@ -63,7 +63,7 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
     rnnstate_status st = validate_graph_names(ctx.graph, ctx.label, err);
     if (st != RNNSTATE_OK)
         return st;
-    if (!report_builder_init(&ctx.report) || !scope_tree_build(&ctx.scopes, ctx.graph) ||
+    if (!report_builder_init(&ctx.report) || !scope_tree_build(&ctx.scopes, model) ||
         !name_registry_fill(&ctx.names, ctx.graph))
         st = ctx_oom(&ctx);
     for (size_t i = 0; st == RNNSTATE_OK && i < sizeof passes / sizeof passes[0]; i++)

@@ -4,14 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model.h"
 #include "onnx_build.h"
 
-static scope *scope_new(Onnx__GraphProto *graph, scope *parent, size_t parent_node,
-                        const char *attr_name, const char *node_label, bool in_loop)
+static scope *scope_new(rnnstate_model *model, Onnx__GraphProto *graph, scope *parent,
+                        size_t parent_node, const char *attr_name, const char *node_label,
+                        bool in_loop)
 {
     scope *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    s->model = model;
     s->graph = graph;
     s->index = (graph_index){ .by_name = STRMAP_INIT };
     s->parent = parent;
@@ -70,12 +73,14 @@ static bool add_children(scope_tree *tree, scope *parent)
             const Onnx__AttributeProto *attr = node->attribute[a];
             const char *attr_name = str_or_empty(attr->name);
             if (attr->g) {
-                scope *child = scope_new(attr->g, parent, n, attr_name, label, in_loop);
+                scope *child =
+                    scope_new(parent->model, attr->g, parent, n, attr_name, label, in_loop);
                 if (!add_scope(tree, child) || !add_children(tree, child))
                     return false;
             }
             for (size_t i = 0; i < attr->n_graphs; i++) {
-                scope *child = scope_new(attr->graphs[i], parent, n, attr_name, label, in_loop);
+                scope *child = scope_new(parent->model, attr->graphs[i], parent, n, attr_name,
+                                         label, in_loop);
                 if (!add_scope(tree, child) || !add_children(tree, child))
                     return false;
             }
@@ -84,11 +89,11 @@ static bool add_children(scope_tree *tree, scope *parent)
     return true;
 }
 
-bool scope_tree_build(scope_tree *tree, Onnx__GraphProto *main_graph)
+bool scope_tree_build(scope_tree *tree, rnnstate_model *model)
 {
     tree->scopes = NULL;
     tree->n = 0;
-    scope *root = scope_new(main_graph, NULL, 0, "", "", false);
+    scope *root = scope_new(model, model->proto->graph, NULL, 0, "", "", false);
     bool ok = add_scope(tree, root) && add_children(tree, root);
     if (!ok)
         scope_tree_free(tree);
@@ -138,6 +143,11 @@ const value_entry *scope_lookup(const scope *s, const char *name, const scope **
         }
     }
     return NULL;
+}
+
+const Onnx__TensorProto *scope_tensor_data(const scope *s, const Onnx__TensorProto *t)
+{
+    return t && model_materialize(s->model, (Onnx__TensorProto *)t) ? t : NULL;
 }
 
 bool scope_queue_node(scope *s, size_t before, Onnx__NodeProto *node)

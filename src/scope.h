@@ -22,7 +22,10 @@ typedef struct queued_node {
     Onnx__NodeProto *node;
 } queued_node;
 
+struct rnnstate_model;
+
 typedef struct scope {
+    struct rnnstate_model *model; /* for reading lazy initializers */
     Onnx__GraphProto *graph;
     graph_index index;
     struct scope *parent;   /* NULL for the main graph */
@@ -39,7 +42,7 @@ typedef struct scope_tree {
     size_t n;
 } scope_tree;
 
-bool scope_tree_build(scope_tree *tree, Onnx__GraphProto *main_graph);
+bool scope_tree_build(scope_tree *tree, struct rnnstate_model *model);
 void scope_tree_free(scope_tree *tree);
 /* Rebuilds every scope's index (after the graphs changed). */
 bool scope_tree_reindex(scope_tree *tree);
@@ -51,6 +54,11 @@ scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph);
  * initializer), starting at `s` and moving outwards. Returns its entry and
  * sets *owner, or returns NULL. */
 const value_entry *scope_lookup(const scope *s, const char *name, const scope **owner);
+
+/* `t` (an initializer or attribute tensor of the model) with its element
+ * data in memory, reading it from the file if it was left there; NULL when
+ * that fails. Only for the few tensors whose values the passes need. */
+const Onnx__TensorProto *scope_tensor_data(const scope *s, const Onnx__TensorProto *t);
 
 /* Queues `node` for insertion before node `before` of the scope's graph;
  * calls for one scope must come in non-decreasing order of `before`. */

@@ -83,6 +83,12 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
     int64_t default_batch = batch_is_fixed(rs) ? rs->batch.value : 1;
     bool keep = !shared && !src->owner->parent && state_pattern_is(rs, init, default_batch) &&
                 ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
+    /* a copy needs the values, which may still be in the file */
+    if (!keep && !scope_tensor_data(src->owner, init)) {
+        free(value);
+        return set_error(ctx->err, RNNSTATE_ERR_IO, "%s: cannot read initializer '%s'",
+                         ctx->label, src->input);
+    }
     state_default def = { .pattern = init, .existing = keep };
     if (!state_pattern_fits(rs, init)) {
         report_node_warn(&ctx->report, p->report_node,

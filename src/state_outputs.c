@@ -197,7 +197,8 @@ static bool slice_range(const node_plan *p, int slot, int64_t *start, int64_t *e
     for (int i = 0; i < 3 && ok; i++) {
         if (i == 2 && s->n_input < 4)
             break;
-        const Onnx__TensorProto *t = constant_tensor(o, node_input(s, (size_t)i + 1));
+        const Onnx__TensorProto *t =
+            scope_tensor_data(o, constant_tensor(o, node_input(s, (size_t)i + 1)));
         ok = t && tensor_read_int64s(t, &v[i], &n[i]) && n[i] == 1;
     }
     ok = ok && (!v[2] || v[2][0] == 0) && s->n_input < 5 && v[0][0] >= 0 && v[1][0] > v[0][0];

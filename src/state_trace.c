@@ -182,7 +182,7 @@ typedef struct uniform_value {
 static bool tensor_uniform(const Onnx__TensorProto *t, uniform_value *u)
 {
     unsigned char *bytes;
-    size_t size, width = dtype_size(t->data_type);
+    size_t size, width = t ? dtype_size(t->data_type) : 0;
     if (!width || width > sizeof u->bytes || !tensor_read_bytes(t, &bytes, &size))
         return false;
     bool ok = size >= width && bytes_uniform(bytes, size, width);
@@ -284,7 +284,7 @@ static bool resolve_uniform(const scope *s, const char *value, int depth, trace_
     if (!e || e->graph_input >= 0 || depth >= MAX_TRACE_DEPTH)
         return false;
     if (e->initializer >= 0)
-        return tensor_uniform(o->graph->initializer[e->initializer], u);
+        return tensor_uniform(scope_tensor_data(o, o->graph->initializer[e->initializer]), u);
     if (e->producer < 0)
         return false;
     const Onnx__NodeProto *p = o->graph->node[e->producer];
@@ -312,7 +312,8 @@ static bool classify_expand(const scope *s, const Onnx__NodeProto *p, state_sour
 {
     if (!p || !op_is(p, "Expand") || !default_domain(p) || p->n_input != 2)
         return false;
-    const Onnx__TensorProto *data = constant_tensor(s, str_or_empty(p->input[0]));
+    const Onnx__TensorProto *data =
+        scope_tensor_data(s, constant_tensor(s, str_or_empty(p->input[0])));
     if (!data)
         return false;
     trace_path path = { .n = 0 };
@@ -487,6 +488,7 @@ static bool int_list(const scope *s, const Onnx__NodeProto *p, const char *attr,
     }
     const Onnx__TensorProto *t =
         input < p->n_input ? constant_tensor(s, str_or_empty(p->input[input])) : NULL;
+    t = scope_tensor_data(s, t);
     return t && tensor_read_int64s(t, vals, n);
 }
 

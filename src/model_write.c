@@ -1,0 +1,556 @@
+#define _GNU_SOURCE /* O_TMPFILE, linkat, copy_file_range */
+/* Saving models.
+ *
+ * The writer serializes the model with protobuf-c, except the lazy
+ * initializers (lazy_scan.h), whose bytes it copies from the source file with
+ * copy_file_range(), so that they never pass through memory. Field order in
+ * the output may differ from the input; every field, known or not, survives.
+ *
+ * Saving to a file is atomic: the model is written to an unnamed file
+ * (O_TMPFILE) in the target directory, flushed with fsync(), then linked
+ * under a temporary name and renamed over the target. A process killed on
+ * the way leaves nothing behind. Where O_TMPFILE is not supported, a named
+ * temporary file is used and removed on failure. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lazy_scan.h"
+#include "model.h"
+#include "onnx_build.h"
+
+#define FIELD_GRAPH_KEY ((7 << 3) | 2)       /* ModelProto.graph */
+#define FIELD_INITIALIZER_KEY ((5 << 3) | 2) /* GraphProto.initializer */
+#define MAX_PROTOBUF_BYTES ((uint64_t)2 << 30)
+
+/* ---- where the bytes go -------------------------------------------------- */
+
+typedef struct sink {
+    int fd;             /* a file, or -1 for memory */
+    unsigned char *buf; /* memory */
+    size_t len, cap;
+    int src_fd;         /* the lazy tensors' file */
+    int error;          /* errno of the first failure */
+} sink;
+
+static bool write_all(int fd, const unsigned char *data, size_t size)
+{
+    while (size > 0) {
+        ssize_t put = write(fd, data, size);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0) {
+            if (put == 0)
+                errno = EIO;
+            return false;
+        }
+        data += put;
+        size -= (size_t)put;
+    }
+    return true;
+}
+
+static bool sink_write(sink *s, const void *data, size_t size)
+{
+    if (s->error)
+        return false;
+    if (s->fd >= 0) {
+        if (!write_all(s->fd, data, size))
+            s->error = errno;
+        return !s->error;
+    }
+    if (s->len + size > s->cap) {
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap < s->len + size)
+            cap *= 2;
+        unsigned char *grown = realloc(s->buf, cap);
+        if (!grown) {
+            s->error = ENOMEM;
+            return false;
+        }
+        s->buf = grown;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, data, size);
+    s->len += size;
+    return true;
+}
+
+/* Copies [offset, offset + length) of the source file with read/write. */
+static bool copy_by_reading(sink *s, uint64_t offset, uint64_t length)
+{
+    unsigned char *chunk = malloc(1 << 20);
+    if (!chunk) {
+        s->error = ENOMEM;
+        return false;
+    }
+    while (length > 0 && !s->error) {
+        size_t want = length < (1 << 20) ? (size_t)length : (1 << 20);
+        ssize_t got = pread(s->src_fd, chunk, want, (off_t)offset);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            s->error = got < 0 ? errno : EIO;
+        else if (sink_write(s, chunk, (size_t)got)) {
+            offset += (uint64_t)got;
+            length -= (uint64_t)got;
+        }
+    }
+    free(chunk);
+    return !s->error;
+}
+
+/* Copies a lazy tensor's bytes file to file in the kernel where it can. */
+static bool sink_copy(sink *s, uint64_t offset, uint64_t length)
+{
+    if (s->error)
+        return false;
+    loff_t in = (loff_t)offset;
+    while (s->fd >= 0 && length > 0) {
+        ssize_t n = copy_file_range(s->src_fd, &in, s->fd, NULL, length, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* not supported here (another file system, a pipe...): fall back */
+        length -= (uint64_t)n;
+    }
+    while (s->fd >= 0 && length > 0) {
+        off_t at = (off_t)in;
+        ssize_t n = sendfile(s->fd, s->src_fd, &at, length);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        in = at;
+        length -= (uint64_t)n;
+    }
+    return length == 0 || copy_by_reading(s, (uint64_t)in, length);
+}
+
+/* ---- serialization ------------------------------------------------------- */
+
+static size_t varint_size(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static bool sink_varint(sink *s, uint64_t v)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_add_varint(&sb, v);
+    bool ok = !sb.oom && sink_write(s, sb.buf, sb.len);
+    if (sb.oom)
+        s->error = ENOMEM;
+    sb_release(&sb);
+    return ok;
+}
+
+static bool sink_message(sink *s, const ProtobufCMessage *m)
+{
+    size_t n = protobuf_c_message_get_packed_size(m);
+    unsigned char *buf = malloc(n ? n : 1);
+    if (!buf) {
+        s->error = ENOMEM;
+        return false;
+    }
+    protobuf_c_message_pack(m, buf);
+    bool ok = sink_write(s, buf, n);
+    free(buf);
+    return ok;
+}
+
+/* The bytes one initializer takes inside the graph, tag included. */
+static uint64_t initializer_field_size(const rnnstate_model *m, const Onnx__TensorProto *t)
+{
+    const lazy_tensor *lt = model_lazy_tensor(m, t);
+    if (lt)
+        return lt->length;
+    size_t n = onnx__tensor_proto__get_packed_size(t);
+    return 1 + varint_size(n) + n;
+}
+
+static bool emit_initializer(sink *s, const rnnstate_model *m, const Onnx__TensorProto *t)
+{
+    const lazy_tensor *lt = model_lazy_tensor(m, t);
+    if (lt)
+        return sink_copy(s, lt->offset, lt->length);
+    unsigned char key = FIELD_INITIALIZER_KEY;
+    return sink_write(s, &key, 1) && sink_varint(s, onnx__tensor_proto__get_packed_size(t)) &&
+           sink_message(s, &t->base);
+}
+
+/* The model with the main graph's initializers written one by one: lazy
+ * ones copied from the source file, the others packed. The graph's other
+ * fields come first, then its initializers, then nothing: protobuf allows
+ * any field order, and merges nothing here (each field appears once). */
+static rnnstate_status emit_model(const rnnstate_model *m, sink *s, rnnstate_error *err)
+{
+    Onnx__ModelProto *proto = m->proto;
+    Onnx__GraphProto *g = proto->graph;
+    if (!m->n_lazy) {
+        sink_message(s, &proto->base);
+    } else {
+        Onnx__TensorProto **inits = g->initializer;
+        size_t n_inits = g->n_initializer;
+        uint64_t graph_size = 0;
+        for (size_t i = 0; i < n_inits; i++)
+            graph_size += initializer_field_size(m, inits[i]);
+        /* the const model's arrays are detached for packing and put back */
+        g->initializer = NULL;
+        g->n_initializer = 0;
+        graph_size += onnx__graph_proto__get_packed_size(g);
+        proto->graph = NULL;
+        unsigned char key = FIELD_GRAPH_KEY;
+        bool ok = graph_size <= MAX_PROTOBUF_BYTES && sink_message(s, &proto->base) &&
+                  sink_write(s, &key, 1) && sink_varint(s, graph_size) &&
+                  sink_message(s, &g->base);
+        proto->graph = g;
+        g->initializer = inits;
+        g->n_initializer = n_inits;
+        if (graph_size > MAX_PROTOBUF_BYTES)
+            return set_error(err, RNNSTATE_ERR_INVALID,
+                             "%s: the rewritten model exceeds the 2 GiB protobuf limit", m->label);
+        for (size_t i = 0; ok && i < n_inits; i++)
+            ok = emit_initializer(s, m, inits[i]);
+    }
+    if (s->error == ENOMEM)
+        return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
+    return RNNSTATE_OK; /* I/O errors are the caller's to report, with the path */
+}
+
+rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned char **data,
+                                           size_t *size, rnnstate_error *err)
+{
+    *data = NULL;
+    *size = 0;
+    sink s = { .fd = -1, .src_fd = model->source_fd };
+    rnnstate_status st = emit_model(model, &s, err);
+    if (st == RNNSTATE_OK && s.error)
+        st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot read the source file: %s", model->label,
+                       strerror(s.error));
+    if (st != RNNSTATE_OK) {
+        free(s.buf);
+        return st;
+    }
+    *data = s.buf ? s.buf : malloc(1);
+    *size = s.len;
+    return *data ? RNNSTATE_OK : set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
+}
+
+/* ---- external data --------------------------------------------------------- */
+
+/* A location string changed for the output, to be put back afterwards. */
+typedef struct relocation {
+    char **field;
+    char *original;
+} relocation;
+
+typedef struct relocations {
+    relocation *items;
+    size_t n;
+    const char *source_dir;
+    char *out_dir; /* resolved */
+    const char *label;
+    rnnstate_error *err;
+    rnnstate_status status;
+} relocations;
+
+/* The length of the next path component at p (after any slashes). */
+static size_t component(const char **p)
+{
+    while (**p == '/')
+        (*p)++;
+    return strcspn(*p, "/");
+}
+
+/* The relative path from directory `from` to file `to`, both absolute and
+ * resolved (no "." or ".." components, no symbolic links). */
+static char *relative_path(const char *from, const char *to)
+{
+    const char *f = from, *t = to;
+    for (;;) {
+        const char *fs = f, *ts = t;
+        size_t fl = component(&fs), tl = component(&ts);
+        if (!fl || fl != tl || strncmp(fs, ts, fl) != 0)
+            break;
+        f = fs + fl;
+        t = ts + tl;
+    }
+    strbuf sb = STRBUF_INIT;
+    for (const char *p = f; component(&p) > 0; p += strcspn(p, "/"))
+        sb_adds(&sb, "../");
+    while (*t == '/')
+        t++;
+    sb_adds(&sb, t);
+    if (sb.oom) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb);
+}
+
+static void relocate_tensor(relocations *r, Onnx__TensorProto *t)
+{
+    if (r->status != RNNSTATE_OK || !t->has_data_location ||
+        t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return;
+    for (size_t i = 0; i < t->n_external_data; i++) {
+        Onnx__StringStringEntryProto *e = t->external_data[i];
+        if (strcmp(str_or_empty(e->key), "location") || !e->value || e->value[0] == '/')
+            continue;
+        char joined[PATH_MAX * 2], target[PATH_MAX];
+        snprintf(joined, sizeof joined, "%s/%s", r->source_dir, e->value);
+        if (!realpath(joined, target)) {
+            r->status = set_error(r->err, RNNSTATE_ERR_IO,
+                                  "%s: external data file '%s' of tensor '%s' cannot be found "
+                                  "(%s)",
+                                  r->label, e->value, str_or_empty(t->name), strerror(errno));
+            return;
+        }
+        char *rel = relative_path(r->out_dir, target);
+        relocation *grown = rel ? realloc(r->items, (r->n + 1) * sizeof *grown) : NULL;
+        if (!grown) {
+            free(rel);
+            r->status = set_error(r->err, RNNSTATE_ERR_NOMEM, "%s: out of memory", r->label);
+            return;
+        }
+        r->items = grown;
+        r->items[r->n++] = (relocation){ &e->value, e->value };
+        e->value = rel;
+    }
+}
+
+static void relocate_graph(relocations *r, Onnx__GraphProto *g)
+{
+    for (size_t i = 0; i < g->n_initializer; i++)
+        relocate_tensor(r, g->initializer[i]);
+    for (size_t n = 0; n < g->n_node; n++)
+        for (size_t a = 0; a < g->node[n]->n_attribute; a++) {
+            Onnx__AttributeProto *attr = g->node[n]->attribute[a];
+            if (attr->t)
+                relocate_tensor(r, attr->t);
+            if (attr->g)
+                relocate_graph(r, attr->g);
+            for (size_t k = 0; k < attr->n_graphs; k++)
+                relocate_graph(r, attr->graphs[k]);
+        }
+}
+
+static void undo_relocations(relocations *r)
+{
+    for (size_t i = r->n; i-- > 0;) {
+        free(*r->items[i].field);
+        *r->items[i].field = r->items[i].original;
+    }
+    free(r->items);
+    free(r->out_dir);
+}
+
+/* Points external data locations at the same files from the output's
+ * directory. The external files are never read or copied. */
+static rnnstate_status relocate_external_data(const rnnstate_model *m, const char *path,
+                                              relocations *r, rnnstate_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->label = m->label;
+    r->err = err;
+    r->source_dir = m->source_dir;
+    char *copy = strdup(path);
+    char resolved[PATH_MAX];
+    if (!copy)
+        return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
+    bool found = realpath(dirname(copy), resolved) != NULL;
+    free(copy);
+    char source[PATH_MAX];
+    if (!m->source_dir || !found || !realpath(m->source_dir, source) || !strcmp(source, resolved))
+        return RNNSTATE_OK; /* same directory: nothing to change */
+    if (!(r->out_dir = strdup(resolved)))
+        return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
+    r->source_dir = m->source_dir;
+    relocate_graph(r, m->proto->graph);
+    return r->status;
+}
+
+/* ---- atomic files ---------------------------------------------------------- */
+
+static char *directory_of(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return NULL;
+    char *dir = strdup(dirname(copy));
+    free(copy);
+    return dir;
+}
+
+/* A name for the temporary file beside the target, so that rename() stays
+ * within one file system and is atomic. */
+static char *temp_name_for(const char *path)
+{
+    char *dir = directory_of(path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t need = (dir ? strlen(dir) : 0) + strlen(base) + 32;
+    char *tmp = dir ? malloc(need) : NULL;
+    if (tmp)
+        snprintf(tmp, need, "%s/.%s.tmp-XXXXXX", dir, base);
+    free(dir);
+    return tmp;
+}
+
+typedef struct emit_job {
+    const rnnstate_model *model;
+    rnnstate_error *err;
+    rnnstate_status status; /* a failure that is not an errno (out of memory, too large) */
+} emit_job;
+
+/* Writes the model to fd; returns an errno, or -1 for a non-I/O failure. */
+static int emit_to_fd(emit_job *job, int fd, bool sync)
+{
+    sink s = { .fd = fd, .src_fd = job->model->source_fd };
+    job->status = emit_model(job->model, &s, job->err);
+    if (job->status != RNNSTATE_OK)
+        return -1;
+    if (s.error)
+        return s.error;
+    return sync && fsync(fd) != 0 ? errno : 0;
+}
+
+/* Preferred route: an unnamed file (O_TMPFILE) in the target directory. If
+ * the process dies before it is linked, nothing is left behind, whatever the
+ * signal. It is given a temporary name only once complete, then renamed. */
+static int write_via_unnamed_file(const char *path, emit_job *job, bool *unsupported)
+{
+    *unsupported = false;
+    char *dir = directory_of(path), *tmp = temp_name_for(path);
+    int e = 0, fd = -1;
+    if (!dir || !tmp) {
+        e = ENOMEM;
+        goto done;
+    }
+    fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        e = errno;
+        *unsupported = e == EOPNOTSUPP || e == EISDIR || e == EINVAL;
+        goto done;
+    }
+    if ((e = emit_to_fd(job, fd, true)) != 0)
+        goto done;
+    char proc_path[64];
+    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", fd);
+    /* a fresh name from mkstemp(), freed for linkat(), which fails rather
+     * than overwrite if another process takes it meanwhile: then retry */
+    for (int attempt = 0; attempt < 16; attempt++) {
+        strcpy(tmp + strlen(tmp) - 6, "XXXXXX");
+        int tfd = mkstemp(tmp);
+        if (tfd < 0) {
+            e = errno;
+            goto done;
+        }
+        close(tfd);
+        unlink(tmp);
+        if (linkat(AT_FDCWD, proc_path, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+            e = 0;
+            break;
+        }
+        e = errno;
+        if (e != EEXIST) {
+            *unsupported = e == ENOENT || e == EPERM; /* no /proc */
+            goto done;
+        }
+    }
+    if (!e && rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+    }
+done:
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    free(tmp);
+    return e;
+}
+
+/* Fallback route: a named temporary file, removed on any failure. */
+static int write_via_named_file(const char *path, emit_job *job)
+{
+    char *tmp = temp_name_for(path);
+    if (!tmp)
+        return ENOMEM;
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return e;
+    }
+    /* mkstemp() creates 0600; give the result the mode a new file would get */
+    mode_t mask = umask(0);
+    umask(mask);
+    int e = fchmod(fd, 0666 & ~mask) != 0 ? errno : emit_to_fd(job, fd, true);
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) != 0)
+        e = errno;
+    if (e)
+        unlink(tmp);
+    free(tmp);
+    return e;
+}
+
+/* A device or FIFO (/dev/null, /dev/stdout, a pipe) cannot be replaced by a
+ * rename: it is written in place. */
+static int write_to_special_file(const char *path, emit_job *job)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int e = emit_to_fd(job, fd, false);
+    if (close(fd) != 0 && !e)
+        e = errno;
+    return e;
+}
+
+static rnnstate_status write_atomically(const char *path, emit_job *job, rnnstate_error *err)
+{
+    struct stat st;
+    int e;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write output: is a directory", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        e = write_to_special_file(path, job);
+    } else {
+        bool unsupported;
+        e = write_via_unnamed_file(path, job, &unsupported);
+        if (unsupported)
+            e = write_via_named_file(path, job);
+    }
+    if (e < 0)
+        return job->status;
+    if (e)
+        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write output: %s", path, strerror(e));
+    return RNNSTATE_OK;
+}
+
+rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
+                                         rnnstate_error *err)
+{
+    relocations r;
+    rnnstate_status st = relocate_external_data(model, path, &r, err);
+    if (st == RNNSTATE_OK) {
+        emit_job job = { model, err, RNNSTATE_OK };
+        st = write_atomically(path, &job, err);
+    }
+    undo_relocations(&r);
+    return st;
+}
