@@ -320,6 +320,17 @@ static void relocate_tensor(relocations *r, Onnx__TensorProto *t)
             return;
         }
         char *rel = relative_path(r->out_dir, target);
+        if (rel && !strncmp(rel, "../", 3)) {
+            /* ONNX Runtime refuses external data outside the model's directory */
+            r->status = set_error(r->err, RNNSTATE_ERR_INVALID,
+                                  "%s: tensor '%s' is stored in external file '%s', which would "
+                                  "lie outside the output's directory (ONNX Runtime refuses "
+                                  "that): write the output in '%s' or a directory above it, or "
+                                  "copy the file next to the output",
+                                  r->label, str_or_empty(t->name), e->value, r->source_dir);
+            free(rel);
+            return;
+        }
         relocation *grown = rel ? realloc(r->items, (r->n + 1) * sizeof *grown) : NULL;
         if (!grown) {
             free(rel);
@@ -348,6 +359,34 @@ static void relocate_graph(relocations *r, Onnx__GraphProto *g)
         }
 }
 
+static const char *external_location(const Onnx__TensorProto *t)
+{
+    if (!t->has_data_location || t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return NULL;
+    for (size_t i = 0; i < t->n_external_data; i++)
+        if (!strcmp(str_or_empty(t->external_data[i]->key), "location"))
+            return str_or_empty(t->external_data[i]->value);
+    return NULL;
+}
+
+/* The location of the first tensor stored outside the model, or NULL. */
+static const char *first_external_location(const Onnx__GraphProto *g)
+{
+    const char *found = NULL;
+    for (size_t i = 0; !found && i < g->n_initializer; i++)
+        found = external_location(g->initializer[i]);
+    for (size_t n = 0; !found && n < g->n_node; n++)
+        for (size_t a = 0; !found && a < g->node[n]->n_attribute; a++) {
+            const Onnx__AttributeProto *attr = g->node[n]->attribute[a];
+            found = attr->t ? external_location(attr->t) : NULL;
+            if (!found && attr->g)
+                found = first_external_location(attr->g);
+            for (size_t k = 0; !found && k < attr->n_graphs; k++)
+                found = first_external_location(attr->graphs[k]);
+        }
+    return found;
+}
+
 static void undo_relocations(relocations *r)
 {
     for (size_t i = r->n; i-- > 0;) {
@@ -374,7 +413,17 @@ static rnnstate_status relocate_external_data(const rnnstate_model *m, const cha
     bool found = realpath(dirname(copy), resolved) != NULL;
     free(copy);
     char source[PATH_MAX];
-    if (!m->source_dir || !found || !realpath(m->source_dir, source) || !strcmp(source, resolved))
+    if (!m->source_dir) {
+        const char *location = first_external_location(m->proto->graph);
+        if (location)
+            return set_error(err, RNNSTATE_ERR_INVALID,
+                             "%s: initializers are stored in external files ('%s') whose location "
+                             "is relative to the model's directory, which is unknown here: give "
+                             "the model's path instead",
+                             m->label, location);
+        return RNNSTATE_OK;
+    }
+    if (!found || !realpath(m->source_dir, source) || !strcmp(source, resolved))
         return RNNSTATE_OK; /* same directory: nothing to change */
     if (!(r->out_dir = strdup(resolved)))
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
