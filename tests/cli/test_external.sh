@@ -3,9 +3,9 @@
 # the rewriter never reads the weight file, and a model written to another
 # directory still finds it. Proven in ONNX Runtime: the rewritten model,
 # loaded from its new directory, computes what the original computes.
-#   test_external.sh TOOL TO_EXTERNAL STRIP MODELS_DIR E2E_DIR WORK
+#   test_external.sh TOOL TO_EXTERNAL STRIP LAZY_EQUIVALENCE MODELS_DIR E2E_DIR WORK
 set -u
-tool=$1 to_external=$2 strip=$3 models=$4 e2e=$5 work=$6
+tool=$1 to_external=$2 strip=$3 lazy_equivalence=$4 models=$5 e2e=$6 work=$7
 rm -rf "$work" && mkdir -p "$work/models/ext" "$work/elsewhere"
 passed=0 failed=0
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
@@ -45,6 +45,9 @@ case "$err" in *"external files ('weights.bin')"*"give the model's path"*)
   [ ! -e "$work/models/stdin.onnx" ] && pass "from stdin: refused, nothing written" ||
     fail "stdin" "file written" ;;
   *) fail "from stdin" "$err" ;; esac
+
+"$lazy_equivalence" "$ext" "$ext/model.onnx" > "$work/lazy.log" 2>&1 &&
+  pass "lazy and full-decode paths write the same model" || fail "lazy path" "$(cat "$work/lazy.log")"
 
 # ONNX Runtime resolves ext/weights.bin from the rewritten model's directory.
 mapfile -t defaults < <(node -e '
