@@ -149,6 +149,10 @@ typedef struct rnnstate_options {
 
 #define RNNSTATE_DEFAULT_NAME_TEMPLATE "{op}_{k}_{slot}"
 
+/* True when `name_template` (NULL: the default) is usable; rnnstate_rewrite()
+ * refuses others with RNNSTATE_ERR_ARGUMENT. */
+bool rnnstate_name_template_valid(const char *name_template);
+
 /* The metadata_props key under which a rewritten model lists its state pairs
  * as JSON: [{"input": ..., "output": ..., "shape": [...], "dtype": ...,
  * "optional": ...}], the map OpenVINO's MakeStateful transformation takes. */

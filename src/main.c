@@ -60,6 +60,8 @@ static const char usage_text[] =
     "  -q, --quiet              print errors only\n"
     "  -v, --verbose            explain the decision taken for every state slot\n"
     "      --fail-on-skip       exit with status 3 when a recurrent node was skipped\n"
+    "      --max-model-size N   refuse models larger than N bytes (K, M, G suffixes;\n"
+    "                           default and maximum 2G, protobuf's own limit)\n"
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version and exit\n"
     "\n"
@@ -224,6 +226,9 @@ static int parse_args(int argc, char **argv, cli *c)
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (!rnnstate_name_template_valid(c->options.name_template))
+        return usage_error("--name-template '%s' must contain {slot} and one of {k} or {name}",
+                           c->options.name_template);
     for (int i = optind; i < argc; i++)
         list_push(&c->models, xstrdup(argv[i]));
     c->options.n_include = c->include.n;
@@ -363,8 +368,10 @@ static int make_jobs(const cli *c, job **jobs, size_t *n_jobs, size_t *empty_dir
         return usage_error("%s", "-o names one output: give one MODEL, or use -d DIR");
     if (stdin_jobs > 1 || (stdin_jobs && c->output_dir))
         return usage_error("%s", "standard input (-) is one model: use it alone, with -o");
-    if (c->output && !strcmp(c->output, "-") && c->json)
-        return usage_error("%s", "-o - and --json both want standard output");
+    for (size_t i = 0; i < *n_jobs && c->json; i++)
+        if ((*jobs)[i].output && !strcmp((*jobs)[i].output, "-"))
+            return usage_error("%s", "the model and --json both want standard output: give -o FILE "
+                                     "or leave out --json");
     for (size_t i = 0; i < *n_jobs; i++)
         for (size_t j = i + 1; (*jobs)[i].output && j < *n_jobs; j++)
             if ((*jobs)[j].output && !strcmp((*jobs)[i].output, (*jobs)[j].output) &&

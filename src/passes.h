@@ -50,7 +50,6 @@ rnnstate_status pass_metadata(rewrite_ctx *ctx);
 /* The name template (see rnnstate_options) expanded for one slot. */
 char *expand_name_template(const char *tmpl, const char *op, int k, const char *node_name,
                            const char *slot);
-bool name_template_valid(const char *tmpl);
 
 /* Records a value the pass disconnected, for the cleanup pass. */
 bool ctx_detach(rewrite_ctx *ctx, scope *sc, const char *name);

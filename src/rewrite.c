@@ -56,7 +56,7 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
         ctx.options = *options;
     else
         rnnstate_options_init(&ctx.options);
-    if (!name_template_valid(ctx.options.name_template))
+    if (!rnnstate_name_template_valid(ctx.options.name_template))
         return set_error(err, RNNSTATE_ERR_ARGUMENT,
                          "name template '%s' must contain {slot} and one of {k} or {name}",
                          ctx.options.name_template);

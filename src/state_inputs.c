@@ -52,6 +52,16 @@ static const char *default_word(bool optional, const state_default *def)
     return "default: the exporter's constant";
 }
 
+static bool default_is_zero(const state_default *def)
+{
+    if (!def->uniform)
+        return false;
+    for (size_t i = 0; i < sizeof def->fill; i++)
+        if (def->fill[i])
+            return false;
+    return true;
+}
+
 /* A new (or existing-initializer) input for the slot, wired into the node. */
 static rnnstate_status new_input(rewrite_ctx *ctx, node_plan *p, int slot, char *name,
                                  const state_default *def, bool *optional)
@@ -59,6 +69,12 @@ static rnnstate_status new_input(rewrite_ctx *ctx, node_plan *p, int slot, char 
     char *slot_value = NULL;
     rnnstate_status st =
         add_state_input(ctx, &p->rs, name, def, p->report_node, &slot_value, optional);
+    if (st == RNNSTATE_OK && !*optional && !default_is_zero(def))
+        report_node_warn(&ctx->report, p->report_node,
+                         "%s: the model started from a non-zero constant state, which a required "
+                         "input does not keep: pass that value, not zeros, on the first call (or "
+                         "use optional state inputs)",
+                         name);
     if (st == RNNSTATE_OK)
         st = rewire(ctx, p, slot, slot_value);
     free(slot_value);

@@ -6,6 +6,8 @@
 //   node check_model.js --original O.onnx --rewritten R.onnx --stripped S.onnx \
 //       --report report.json --manifest models/manifest.json --entry FILE_NAME \
 //       [--atol 1e-5] [--rtol 0] [--seed 1234] [--chunks N]
+//   node check_model.js --state-inputs required --original O.onnx --rewritten R.onnx \
+//       --report report.json --manifest models/manifest.json --entry FILE_NAME ...
 //
 // O is the original model, R the rewriter's output, S a copy of R whose state
 // defaults (initializers of the new state inputs) were removed with
@@ -26,6 +28,17 @@
 //              chunks, and the other outputs and the pair outputs of the last
 //              chunk, must equal R's whole-sequence run: the exposed state
 //              must really carry the recurrence across calls.
+//
+// With --state-inputs required, R was written with --state-inputs=required:
+// its state inputs have no defaults, so onnxruntime-node honours the feeds and
+// no stripped copy is needed. The checks become:
+//   required   every added state pair is optional: false in the report, and
+//              R has no initializer for its input.
+//   (i)        O vs R, R fed zeros for every state input (the shape from the
+//              report's pair shape, symbolic dims resolved from the test
+//              inputs' shapes through R's declared input dims).
+//   (ii)       chunk 1 runs R with zero states, later chunks run R with the
+//              state fed back; compared with R's whole-sequence run.
 // Exit status: 0 all checks passed, 1 a check failed or the models could not
 // be run, 2 bad command line or input files.
 
@@ -35,7 +48,7 @@ const lib = require('./lib');
 
 const USAGE = 'usage: node check_model.js --original O.onnx --rewritten R.onnx --stripped S.onnx '
   + '--report report.json --manifest manifest.json --entry FILE_NAME [--atol 1e-5] [--rtol 0] '
-  + '[--seed N] [--chunks N]';
+  + '[--seed N] [--chunks N] [--state-inputs optional|required]';
 
 class UsageError extends Error {}
 
@@ -145,6 +158,7 @@ async function main(argv) {
     args = lib.parseArgs(argv, {
       original: 'string', rewritten: 'string', stripped: 'string', report: 'string', manifest: 'string',
       entry: 'string', atol: 'string', rtol: 'string', seed: 'string', chunks: 'string', help: 'boolean',
+      'state-inputs': 'string',
     });
   } catch (e) {
     throw new UsageError(e.message);
@@ -170,7 +184,10 @@ async function main(argv) {
   if (rmodel.status === 'error') throw new UsageError(`${args.report}: the rewriter reported an error: ${rmodel.error}`);
   const pairs = rmodel.state || [];
   const streamable = entry.streamable === true;
-  if (streamable && !args.stripped) throw new UsageError('--stripped is required for a streamable entry');
+  const mode = args['state-inputs'] ?? 'optional';
+  if (mode !== 'optional' && mode !== 'required') throw new UsageError(`--state-inputs ${mode}: optional or required`);
+  const required = mode === 'required';
+  if (streamable && !required && !args.stripped) throw new UsageError('--stripped is required for a streamable entry');
 
   const ort = lib.requireOrt();
   const checks = new Checks();
@@ -203,6 +220,26 @@ async function main(argv) {
   } else if (pairs.length) {
     checks.pass('interface: state pairs exist in R', `${pairs.length} pair(s)`);
   }
+  if (required) {
+    const withDefault = pairs.filter((p) => p.added && (p.optional || ifR.initializers.has(p.input)));
+    if (withDefault.length) {
+      checks.fail('required: state inputs have no default',
+        withDefault.map((p) => `${p.input} (optional ${p.optional}, initializer ${ifR.initializers.has(p.input)})`).join(', '));
+    } else {
+      checks.pass('required: state inputs have no default', `${pairs.filter((p) => p.added).length} added pair(s)`);
+    }
+  }
+  // Zeros for the state inputs the test inputs do not provide (required mode).
+  const declaredR = required ? lib.readModelInfo(args.rewritten).inputs : [];
+  const zeroStates = (feeds) => {
+    const out = {};
+    if (!required) return out;
+    for (const p of pairs) {
+      if (p.input in feeds) continue;
+      out[p.input] = lib.zerosTensor(p.dtype, lib.resolveStateShape(p.shape, declaredR, feeds));
+    }
+    return out;
+  };
 
   // --- (i) same outputs with no state fed ---------------------------------
   const sessO = await lib.createSession(ort, args.original);
@@ -210,14 +247,21 @@ async function main(argv) {
   const full = makeInputs(inputSpecs, seed);
   const outO = await lib.runSession(ort, sessO, full);
   let whole = null; // R on the whole sequence: the reference for (ii)
-  const missingR = missingFeeds(sessR, full);
+  const runR = required ? '(i) run R with zero states' : '(i) run R without state';
+  let fullR = full;
+  try {
+    fullR = { ...full, ...zeroStates(full) };
+  } catch (e) {
+    checks.fail(runR, e.message);
+  }
+  const missingR = missingFeeds(sessR, fullR);
   if (missingR.length) {
-    checks.fail('(i) run R without state', `R requires input(s) with no default: ${missingR.join(', ')}`);
+    checks.fail(runR, `R requires input(s) with no default: ${missingR.join(', ')}`);
   } else {
     try {
-      whole = await lib.runSession(ort, sessR, full);
+      whole = await lib.runSession(ort, sessR, fullR);
     } catch (e) {
-      checks.fail('(i) run R without state', e.message);
+      checks.fail(runR, e.message);
     }
   }
   if (whole) {
@@ -232,7 +276,7 @@ async function main(argv) {
   } else if (!whole) {
     checks.fail('(ii) streaming', 'not attempted: R could not be run on the whole sequence');
   } else {
-    await checkStreaming({ ort, args, manifest, entry, inputSpecs, outputTimeAxis, pairs, full, whole, sessO, sessR, tol, checks });
+    await checkStreaming({ ort, args, manifest, entry, inputSpecs, outputTimeAxis, pairs, full, whole, sessO, sessR, tol, checks, required, zeroStates });
   }
 
   console.log(`check_model: ${checks.passed} passed, ${checks.failed} failed`);
@@ -240,7 +284,7 @@ async function main(argv) {
 }
 
 async function checkStreaming(ctx) {
-  const { ort, args, manifest, entry, inputSpecs, outputTimeAxis, pairs, full, whole, sessO, sessR, tol, checks } = ctx;
+  const { ort, args, manifest, entry, inputSpecs, outputTimeAxis, pairs, full, whole, sessO, sessR, tol, checks, required, zeroStates } = ctx;
   const nChunks = Number(args.chunks ?? entry.chunks ?? manifest.chunks ?? 3);
   const timed = inputSpecs.filter((s) => s.time_axis !== null && s.time_axis !== undefined);
   if (!timed.length) {
@@ -251,22 +295,27 @@ async function checkStreaming(ctx) {
   const ranges = {};
   for (const s of timed) ranges[s.name] = lib.splitRanges(s.shape[s.time_axis], nChunks);
   const desc = timed.map((s) => `${s.name}[axis ${s.time_axis}] ${ranges[s.name].map(([a, b]) => b - a).join('+')}`);
-  console.log(`(ii) ${nChunks} chunks: ${desc.join(', ')}; chunk 1 on R, chunks 2..${nChunks} on S`);
+  console.log(`(ii) ${nChunks} chunks: ${desc.join(', ')}; `
+    + (required ? `chunk 1 on R with zero states, chunks 2..${nChunks} on R with the state fed back`
+      : `chunk 1 on R, chunks 2..${nChunks} on S`));
 
   // onnxruntime-node silently ignores a feed for an input that has an
   // initializer, so a state default left in S would make chunks 2.. restart
-  // from the default and fail confusingly: say so up front.
-  const ifS = lib.readGraphInterface(args.stripped);
+  // from the default and fail confusingly: say so up front. A required-mode
+  // R has no defaults (checked above) and is fed directly.
+  const sFile = required ? args.rewritten : args.stripped;
+  const ifS = lib.readGraphInterface(sFile);
   const unstripped = pairs.filter((p) => ifS.initializers.has(p.input)).map((p) => p.input);
   if (unstripped.length) {
-    checks.fail('(ii) streaming', `S still has a default (initializer) for state input(s) ${unstripped.join(', ')}; `
-      + 'onnxruntime-node would ignore the fed state (remove them with strip-defaults)');
+    checks.fail('(ii) streaming', `${required ? 'R' : 'S'} still has a default (initializer) for state input(s) `
+      + `${unstripped.join(', ')}; onnxruntime-node would ignore the fed state`
+      + (required ? '' : ' (remove them with strip-defaults)'));
     return;
   }
-  const sessS = await lib.createSession(ort, args.stripped);
+  const sessS = required ? sessR : await lib.createSession(ort, args.stripped);
   const problems = [
     ...fixedTimeDimProblems(sessR, 'R', timed, ranges),
-    ...fixedTimeDimProblems(sessS, 'S', timed, ranges),
+    ...(required ? [] : fixedTimeDimProblems(sessS, 'S', timed, ranges)),
   ];
   if (problems.length) {
     checks.fail('(ii) streaming', problems.join('; '));
@@ -282,7 +331,14 @@ async function checkStreaming(ctx) {
       feeds[s.name] = ranges[s.name] ? lib.sliceAxis(full[s.name], s.time_axis, ...ranges[s.name][k]) : full[s.name];
     }
     let sess = sessR;
-    if (k > 0) {
+    if (k === 0) {
+      try {
+        Object.assign(feeds, zeroStates(feeds));
+      } catch (e) {
+        checks.fail('(ii) streaming', `chunk 1: ${e.message}`);
+        return;
+      }
+    } else {
       sess = sessS;
       for (const p of pairs) {
         const prev = chunkOuts[k - 1][p.output];
@@ -293,7 +349,7 @@ async function checkStreaming(ctx) {
         feeds[p.input] = prev;
       }
     }
-    const label = k === 0 ? 'R' : 'S';
+    const label = k === 0 || required ? 'R' : 'S';
     const missing = missingFeeds(sess, feeds);
     if (missing.length) {
       checks.fail('(ii) streaming', `chunk ${k + 1}: ${label} requires input(s) not fed: ${missing.join(', ')}`

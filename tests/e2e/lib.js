@@ -248,6 +248,115 @@ function readGraphInterface(path) {
   return { inputs, outputs, initializers };
 }
 
+// The sub-messages of field `field` (wire type 2) in buf[start:end], as
+// [start, end] ranges, in order.
+function subMessages(buf, start, end, field) {
+  const r = new Reader(buf, start, end);
+  const out = [];
+  let t;
+  while ((t = r.tag()) !== null) {
+    if (t.field === field && t.wire === 2) {
+      const len = r.uvarint32();
+      out.push([r.pos, r.pos + len]);
+      r.pos += len;
+    } else {
+      r.skip(t.wire);
+    }
+  }
+  return out;
+}
+
+// The string of field `field` in buf[start:end] ('' when absent).
+function stringField(buf, start, end, field) {
+  const r = new Reader(buf, start, end);
+  let t;
+  let s = '';
+  while ((t = r.tag()) !== null) {
+    if (t.field === field && t.wire === 2) s = Buffer.from(r.bytes(r.uvarint32())).toString('utf8');
+    else r.skip(t.wire);
+  }
+  return s;
+}
+
+// ValueInfoProto -> { name, elemType, shape } where shape is null (no shape)
+// or an array of Number (dim_value), String (dim_param) or null (neither).
+//   ValueInfoProto.name = 1, type = 2; TypeProto.tensor_type = 1;
+//   Tensor.elem_type = 1, shape = 2; TensorShapeProto.dim = 1;
+//   Dimension.dim_value = 1, dim_param = 2.
+function decodeValueInfo(buf, start, end) {
+  const info = { name: stringField(buf, start, end, 1), elemType: 0, shape: null };
+  for (const [ts, te] of subMessages(buf, start, end, 2)) {
+    for (const [ns, ne] of subMessages(buf, ts, te, 1)) {
+      const r = new Reader(buf, ns, ne);
+      let t;
+      while ((t = r.tag()) !== null) {
+        if (t.field === 1 && t.wire === 0) info.elemType = Number(r.varint());
+        else r.skip(t.wire);
+      }
+      for (const [ss, se] of subMessages(buf, ns, ne, 2)) {
+        info.shape = subMessages(buf, ss, se, 1).map(([ds, de]) => {
+          const d = new Reader(buf, ds, de);
+          let v = null;
+          let dt;
+          while ((dt = d.tag()) !== null) {
+            if (dt.field === 1 && dt.wire === 0) v = Number(BigInt.asIntN(64, d.varint()));
+            else if (dt.field === 2 && dt.wire === 2) v = Buffer.from(d.bytes(d.uvarint32())).toString('utf8');
+            else d.skip(dt.wire);
+          }
+          return v;
+        });
+      }
+    }
+  }
+  return info;
+}
+
+// More of a model than readGraphInterface: the declared type and shape of
+// every graph input and output, the initializer names, and metadata_props.
+//   ModelProto.graph = 7, metadata_props = 14 (StringStringEntryProto:
+//   key = 1, value = 2).
+// Returns { inputs: [{ name, elemType, shape }], outputs: [...],
+//           initializers: Set, metadata: { key: value } }.
+function readModelInfo(path) {
+  const buf = new Uint8Array(fs.readFileSync(path));
+  const graphs = subMessages(buf, 0, buf.length, 7);
+  if (!graphs.length) throw new Error(`${path}: no graph in model`);
+  const [gs, ge] = graphs[graphs.length - 1];
+  const metadata = {};
+  for (const [s, e] of subMessages(buf, 0, buf.length, 14)) {
+    metadata[stringField(buf, s, e, 1)] = stringField(buf, s, e, 2);
+  }
+  return {
+    inputs: subMessages(buf, gs, ge, 11).map(([s, e]) => decodeValueInfo(buf, s, e)),
+    outputs: subMessages(buf, gs, ge, 12).map(([s, e]) => decodeValueInfo(buf, s, e)),
+    initializers: new Set(subMessages(buf, gs, ge, 5).map(([s, e]) => stringField(buf, s, e, 8))),
+    metadata,
+  };
+}
+
+// The concrete shape of a state pair (its "shape" in the --json report:
+// Numbers, symbolic names, or null) for one set of test inputs. The symbolic
+// names are resolved through the model's declared inputs: a graph input
+// declared [batch, time, 8] and fed with shape [2, 12, 8] binds batch = 2.
+// `declaredInputs` is readModelInfo(...).inputs; `feeds` maps input names to
+// tensors (or anything with .dims). Throws when a dimension stays unknown.
+function resolveStateShape(shape, declaredInputs, feeds) {
+  const bound = new Map();
+  for (const d of declaredInputs) {
+    const fed = feeds[d.name];
+    if (!fed || !d.shape) continue;
+    d.shape.forEach((dim, i) => {
+      if (typeof dim === 'string' && dim && i < fed.dims.length && !bound.has(dim)) bound.set(dim, fed.dims[i]);
+    });
+  }
+  return shape.map((dim) => {
+    if (typeof dim === 'number') return dim;
+    if (typeof dim === 'string' && bound.has(dim)) return bound.get(dim);
+    throw new Error(`state dimension ${JSON.stringify(dim)} of [${shape.map((x) => JSON.stringify(x))}] `
+      + `is not bound by any input's declared shape (bound: ${[...bound].map(([k, v]) => `${k}=${v}`).join(', ') || 'none'})`);
+  });
+}
+
 // ---------------------------------------------------------------------------
 // Tensor helpers
 // ---------------------------------------------------------------------------
@@ -594,6 +703,8 @@ module.exports = {
   decodeTensorProto,
   loadTensorPb,
   readGraphInterface,
+  readModelInfo,
+  resolveStateShape,
   numel,
   makeTensor,
   asPlain,
