@@ -9,7 +9,7 @@
  *     rnnstate_report *report;
  *     if (rnnstate_model_load_file("in.onnx", NULL, &model, &err) == RNNSTATE_OK) {
  *         if (rnnstate_rewrite(model, NULL, &report, &err) == RNNSTATE_OK) {
- *             rnnstate_model_save_file(model, "out.onnx", &err);
+ *             rnnstate_model_save_file(model, "out.onnx", NULL, &err);
  *             rnnstate_report_free(report);
  *         }
  *         rnnstate_model_free(model);
@@ -104,8 +104,23 @@ rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const 
  * the temporary file is removed. Initializers stored in external files keep
  * resolving: their relative locations are rewritten for the new directory
  * (the external files themselves are never read or copied). */
+typedef struct rnnstate_save_options {
+    /* Skip fsync() before the rename: much faster for large models on slow
+     * disks, and still atomic for the processes that read the file, but a
+     * crash of the machine soon after may leave an empty or partial file. */
+    bool no_sync;
+} rnnstate_save_options;
+
 rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
+                                         const rnnstate_save_options *options,
                                          rnnstate_error *err);
+
+/* Writes the serialized model to an open file descriptor (a pipe, standard
+ * output), streaming large initializers from the source file like
+ * rnnstate_model_save_file(), but without its atomicity. `label` names the
+ * destination in messages. */
+rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, const char *label,
+                                       rnnstate_error *err);
 
 /* Serializes the model into a new buffer *data of *size bytes, which the
  * caller frees with rnnstate_buffer_free(). */

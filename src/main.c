@@ -38,6 +38,9 @@ static const char usage_text[] =
     "  -r, --recursive          look for models in subdirectories too\n"
     "  -n, --dry-run            analyse and report; write nothing\n"
     "      --check              re-load each written model and verify its structure\n"
+    "      --no-sync            do not fsync outputs before renaming them into place:\n"
+    "                           faster on slow disks, still atomic for readers, but a\n"
+    "                           machine crash soon after may leave a partial file\n"
     "\n"
     "Rewriting:\n"
     "      --state-inputs=MODE  optional (default): state inputs get zero defaults,\n"
@@ -91,7 +94,7 @@ typedef struct cli {
     string_list models;
     const char *output;
     const char *output_dir;
-    bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip;
+    bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip, no_sync;
     string_list include, exclude;
     rnnstate_options options;
     rnnstate_limits limits;
@@ -166,7 +169,8 @@ static bool parse_size(const char *text, size_t *bytes)
 static int parse_args(int argc, char **argv, cli *c)
 {
     enum { OPT_STATE_INPUTS = 256, OPT_JSON, OPT_CHECK, OPT_INCLUDE, OPT_EXCLUDE,
-           OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE, OPT_TO_LAYOUT0 };
+           OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE, OPT_TO_LAYOUT0,
+           OPT_NO_SYNC };
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "output-dir", required_argument, NULL, 'd' },
@@ -183,6 +187,7 @@ static int parse_args(int argc, char **argv, cli *c)
         { "fail-on-skip", no_argument, NULL, OPT_FAIL_ON_SKIP },
         { "max-model-size", required_argument, NULL, OPT_MAX_MODEL_SIZE },
         { "to-layout0", no_argument, NULL, OPT_TO_LAYOUT0 },
+        { "no-sync", no_argument, NULL, OPT_NO_SYNC },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -206,6 +211,7 @@ static int parse_args(int argc, char **argv, cli *c)
         case OPT_EXCLUDE: list_push(&c->exclude, xstrdup(optarg)); break;
         case OPT_NAME_TEMPLATE: c->options.name_template = optarg; break;
         case OPT_TO_LAYOUT0: c->options.to_layout0 = true; break;
+        case OPT_NO_SYNC: c->no_sync = true; break;
         case OPT_MAX_MODEL_SIZE:
             if (!parse_size(optarg, &c->limits.max_model_bytes))
                 return usage_error("--max-model-size takes a size such as 500M or 2G, not '%s'",
@@ -398,23 +404,12 @@ static bool make_parent_dirs(const char *path)
 
 static rnnstate_status write_stdout(const rnnstate_model *model, rnnstate_error *err)
 {
-    unsigned char *data;
-    size_t size;
     if (isatty(STDOUT_FILENO)) {
         snprintf(err->message, sizeof err->message,
                  "<stdout>: refusing to write a binary model to a terminal");
         return err->status = RNNSTATE_ERR_IO;
     }
-    rnnstate_status st = rnnstate_model_save_memory(model, &data, &size, err);
-    if (st != RNNSTATE_OK)
-        return st;
-    if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0) {
-        snprintf(err->message, sizeof err->message, "<stdout>: cannot write: %s",
-                 strerror(errno));
-        st = err->status = RNNSTATE_ERR_IO;
-    }
-    rnnstate_buffer_free(data);
-    return st;
+    return rnnstate_model_save_fd(model, STDOUT_FILENO, "<stdout>", err);
 }
 
 static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *model,
@@ -427,7 +422,8 @@ static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *mo
                  j->output, strerror(errno));
         return err->status = RNNSTATE_ERR_IO;
     }
-    return rnnstate_model_save_file(model, j->output, err);
+    rnnstate_save_options options = { .no_sync = c->no_sync };
+    return rnnstate_model_save_file(model, j->output, &options, err);
 }
 
 /* --check: re-load what was written and verify it. */

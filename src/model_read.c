@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* O_TMPFILE */
 /* Loading models.
  *
  * From memory or a pipe, the bytes are unpacked with protobuf-c. From a
@@ -170,20 +171,6 @@ rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const 
     return unpack(data, size, label, &l, model, err);
 }
 
-rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
-                                       rnnstate_model **model, rnnstate_error *err)
-{
-    unsigned char *data = NULL;
-    size_t size = 0;
-    *model = NULL;
-    rnnstate_limits l = limits_or_defaults(limits);
-    rnnstate_status status = read_fd(fd, label, l.max_model_bytes, &data, &size, err);
-    if (status != RNNSTATE_OK)
-        return status;
-    status = unpack(data, size, label, &l, model, err);
-    free(data);
-    return status;
-}
 
 /* Pairs each lazy range with the stub the skeleton unpacked to. */
 static rnnstate_status attach_lazy(rnnstate_model *m, const lazy_scan *scan, rnnstate_error *err)
@@ -216,28 +203,29 @@ static char *directory_of(const char *path)
     return dir;
 }
 
-/* A regular file: scanned lazily, the file kept open for the writer. */
-static rnnstate_status load_regular_file(int fd, uint64_t size, const char *path,
-                                         const rnnstate_limits *l, rnnstate_model **model,
-                                         rnnstate_error *err)
+/* A regular file: scanned lazily, the file kept open for the writer.
+ * `path` locates external data; NULL when unknown (standard input). */
+static rnnstate_status load_regular_file(int fd, uint64_t size, const char *label,
+                                         const char *path, const rnnstate_limits *l,
+                                         rnnstate_model **model, rnnstate_error *err)
 {
     if (size > l->max_model_bytes)
-        return too_large(path, l->max_model_bytes, err);
+        return too_large(label, l->max_model_bytes, err);
     if (size == 0)
-        return set_error(err, RNNSTATE_ERR_NOT_MODEL, "%s: empty file, not an ONNX model", path);
+        return set_error(err, RNNSTATE_ERR_NOT_MODEL, "%s: empty file, not an ONNX model", label);
     lazy_scan scan;
-    rnnstate_status st = lazy_scan_file(fd, size, l->lazy_tensor_bytes, path, &scan, err);
+    rnnstate_status st = lazy_scan_file(fd, size, l->lazy_tensor_bytes, label, &scan, err);
     if (st != RNNSTATE_OK)
         return st;
-    st = unpack(scan.skeleton.buf, scan.skeleton.len, path, l, model, err);
+    st = unpack(scan.skeleton.buf, scan.skeleton.len, label, l, model, err);
     if (st == RNNSTATE_OK && scan.n_lazy) {
         st = attach_lazy(*model, &scan, err);
-        if (st == RNNSTATE_OK && ((*model)->source_fd = dup(fd)) < 0)
-            st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot keep the file open: %s", path,
+        if (st == RNNSTATE_OK && ((*model)->source_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+            st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot keep the file open: %s", label,
                            strerror(errno));
     }
-    if (st == RNNSTATE_OK && !((*model)->source_dir = directory_of(path)))
-        st = set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", path);
+    if (st == RNNSTATE_OK && path && !((*model)->source_dir = directory_of(path)))
+        st = set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
     if (st != RNNSTATE_OK && *model) {
         rnnstate_model_free(*model);
         *model = NULL;
@@ -259,10 +247,72 @@ rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
         status = set_error(err, RNNSTATE_ERR_IO, "%s: is a directory, not a model file", path);
     else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-        status = load_regular_file(fd, (uint64_t)st.st_size, path, &l, model, err);
+        status = load_regular_file(fd, (uint64_t)st.st_size, path, path, &l, model, err);
     else
         status = rnnstate_model_load_fd(fd, path, &l, model, err);
     close(fd);
+    return status;
+}
+
+/* An unnamed temporary file for spooling, or -1 when there is none to be had. */
+static int open_spool_file(void)
+{
+    const char *dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+}
+
+/* Copies a pipe into `out`, so that a large model read from standard input
+ * takes disk, not memory, like one read from a file. */
+static rnnstate_status spool(int fd, int out, const char *label, size_t limit, uint64_t *size,
+                             rnnstate_error *err)
+{
+    unsigned char *buf = malloc(1 << 20);
+    rnnstate_status st =
+        buf ? RNNSTATE_OK : set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
+    *size = 0;
+    while (st == RNNSTATE_OK) {
+        ssize_t got = read(fd, buf, 1 << 20);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot read: %s", label, strerror(errno));
+        else if (got == 0)
+            break;
+        else if ((*size += (uint64_t)got) > limit)
+            st = too_large(label, limit, err);
+        else if (write(out, buf, (size_t)got) != got)
+            st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot spool to a temporary file: %s",
+                           label, strerror(errno));
+    }
+    free(buf);
+    return st;
+}
+
+rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
+                                       rnnstate_model **model, rnnstate_error *err)
+{
+    *model = NULL;
+    rnnstate_limits l = limits_or_defaults(limits);
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0)
+        return load_regular_file(fd, (uint64_t)st.st_size, label, NULL, &l, model, err);
+    rnnstate_status status;
+    int spooled = open_spool_file();
+    if (spooled >= 0) {
+        uint64_t size = 0;
+        status = spool(fd, spooled, label, l.max_model_bytes, &size, err);
+        if (status == RNNSTATE_OK)
+            status = load_regular_file(spooled, size, label, NULL, &l, model, err);
+        close(spooled);
+        return status;
+    }
+    /* no temporary directory to spool to: read into memory */
+    unsigned char *data = NULL;
+    size_t n = 0;
+    status = read_fd(fd, label, l.max_model_bytes, &data, &n, err);
+    if (status == RNNSTATE_OK)
+        status = unpack(data, n, label, &l, model, err);
+    free(data);
     return status;
 }
 

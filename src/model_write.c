@@ -34,6 +34,9 @@
 
 typedef struct sink {
     int fd;             /* a file, or -1 for memory */
+    bool start_writeback; /* the file will be fsync()ed: start writing it out early */
+    uint64_t written;   /* bytes put in the file so far */
+    uint64_t flushed;   /* bytes handed to writeback so far */
     unsigned char *buf; /* memory */
     size_t len, cap;
     int src_fd;         /* the lazy tensors' file */
@@ -57,6 +60,18 @@ static bool write_all(int fd, const unsigned char *data, size_t size)
     return true;
 }
 
+/* Hands what was written so far to the kernel's writeback in large steps,
+ * so that the disk works while the copy goes on and the final fsync() has
+ * little left to do. A hint only: failures are ignored (fsync reports). */
+static void start_writeback(sink *s)
+{
+    if (!s->start_writeback || s->written - s->flushed < ((uint64_t)64 << 20))
+        return;
+    sync_file_range(s->fd, (off64_t)s->flushed, (off64_t)(s->written - s->flushed),
+                    SYNC_FILE_RANGE_WRITE);
+    s->flushed = s->written;
+}
+
 static bool sink_write(sink *s, const void *data, size_t size)
 {
     if (s->error)
@@ -64,6 +79,8 @@ static bool sink_write(sink *s, const void *data, size_t size)
     if (s->fd >= 0) {
         if (!write_all(s->fd, data, size))
             s->error = errno;
+        s->written += size;
+        start_writeback(s);
         return !s->error;
     }
     if (s->len + size > s->cap) {
@@ -120,6 +137,8 @@ static bool sink_copy(sink *s, uint64_t offset, uint64_t length)
         if (n <= 0)
             break; /* not supported here (another file system, a pipe...): fall back */
         length -= (uint64_t)n;
+        s->written += (uint64_t)n;
+        start_writeback(s);
     }
     while (s->fd >= 0 && length > 0) {
         off_t at = (off_t)in;
@@ -130,6 +149,8 @@ static bool sink_copy(sink *s, uint64_t offset, uint64_t length)
             break;
         in = at;
         length -= (uint64_t)n;
+        s->written += (uint64_t)n;
+        start_writeback(s);
     }
     return length == 0 || copy_by_reading(s, (uint64_t)in, length);
 }
@@ -460,6 +481,7 @@ static char *temp_name_for(const char *path)
 
 typedef struct emit_job {
     const rnnstate_model *model;
+    bool sync;
     rnnstate_error *err;
     rnnstate_status status; /* a failure that is not an errno (out of memory, too large) */
 } emit_job;
@@ -467,13 +489,13 @@ typedef struct emit_job {
 /* Writes the model to fd; returns an errno, or -1 for a non-I/O failure. */
 static int emit_to_fd(emit_job *job, int fd, bool sync)
 {
-    sink s = { .fd = fd, .src_fd = job->model->source_fd };
+    sink s = { .fd = fd, .src_fd = job->model->source_fd, .start_writeback = sync && job->sync };
     job->status = emit_model(job->model, &s, job->err);
     if (job->status != RNNSTATE_OK)
         return -1;
     if (s.error)
         return s.error;
-    return sync && fsync(fd) != 0 ? errno : 0;
+    return sync && job->sync && fsync(fd) != 0 ? errno : 0;
 }
 
 /* Preferred route: an unnamed file (O_TMPFILE) in the target directory. If
@@ -592,14 +614,27 @@ static rnnstate_status write_atomically(const char *path, emit_job *job, rnnstat
 }
 
 rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
+                                         const rnnstate_save_options *options,
                                          rnnstate_error *err)
 {
     relocations r;
     rnnstate_status st = relocate_external_data(model, path, &r, err);
     if (st == RNNSTATE_OK) {
-        emit_job job = { model, err, RNNSTATE_OK };
+        emit_job job = { model, !(options && options->no_sync), err, RNNSTATE_OK };
         st = write_atomically(path, &job, err);
     }
     undo_relocations(&r);
     return st;
+}
+
+rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, const char *label,
+                                       rnnstate_error *err)
+{
+    emit_job job = { model, false, err, RNNSTATE_OK };
+    int e = emit_to_fd(&job, fd, false);
+    if (e < 0)
+        return job.status;
+    if (e)
+        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write: %s", label, strerror(e));
+    return RNNSTATE_OK;
 }

@@ -179,6 +179,22 @@ static void settle_statuses(rewrite_ctx *ctx, const plan_list *plans)
     }
 }
 
+static void remove_dropped_defaults(rewrite_ctx *ctx)
+{
+    Onnx__GraphProto *g = ctx->graph;
+    size_t kept = 0;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        bool drop = false;
+        for (size_t d = 0; !drop && d < ctx->n_dropped; d++)
+            drop = !strcmp(str_or_empty(g->initializer[i]->name), ctx->dropped[d]);
+        if (drop)
+            protobuf_c_message_free_unpacked(&g->initializer[i]->base, NULL);
+        else
+            g->initializer[kept++] = g->initializer[i];
+    }
+    g->n_initializer = kept;
+}
+
 rnnstate_status pass_state(rewrite_ctx *ctx)
 {
     plan_list plans;
@@ -193,6 +209,8 @@ rnnstate_status pass_state(rewrite_ctx *ctx)
         st = ctx_oom(ctx);
     if (st == RNNSTATE_OK)
         settle_statuses(ctx, &plans);
+    if (st == RNNSTATE_OK)
+        remove_dropped_defaults(ctx);
     if (st == RNNSTATE_OK && (!scope_tree_flush(&ctx->scopes) || !scope_tree_reindex(&ctx->scopes)))
         st = ctx_oom(ctx);
     free(pending.items);

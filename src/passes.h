@@ -31,6 +31,10 @@ typedef struct rewrite_ctx {
      * pass removes the nodes that only they kept alive, and nothing else. */
     detached_value *detached;
     size_t n_detached;
+    /* Initializers of main-graph inputs to remove when the state pass ends
+     * (defaults of existing state inputs, with required state inputs). */
+    char **dropped;
+    size_t n_dropped;
     bool changed;
     rnnstate_error *err;
 } rewrite_ctx;

@@ -237,6 +237,12 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
             return ctx_oom(ctx);
         require_overridable_defaults(ctx);
         *optional = true;
+        if (!fixed && rs->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16)
+            report_node_warn(&ctx->report, report_node,
+                             "%s: ONNX Runtime's CPU provider fails on float16 recurrent nodes "
+                             "whose batch-1 default meets a larger batch (it casts them to float "
+                             "and misplans the buffers): use --state-inputs=required there",
+                             name);
         if (!fixed) {
             char *expanded = unique_name(ctx, name, "expanded");
             bool ok = expanded && build_batch_shape(ctx, rs) &&

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "state_plan.h"
+#include "tensor_util.h"
 
 static bool fill_is_zero(const state_source *s)
 {
@@ -159,6 +160,45 @@ static rnnstate_status replace_with_input(rewrite_ctx *ctx, node_plan *p, int sl
     return st;
 }
 
+static bool tensor_all_zero(const Onnx__TensorProto *t)
+{
+    unsigned char *bytes;
+    size_t size;
+    if (!tensor_read_bytes(t, &bytes, &size))
+        return false;
+    bool zero = true;
+    for (size_t b = 0; zero && b < size; b++)
+        zero = bytes[b] == 0;
+    free(bytes);
+    return zero;
+}
+
+/* With required state inputs, a state input the model already has loses its
+ * default (IR 3 models list every initializer as an input): bindings such as
+ * onnxruntime-node ignore feeds for inputs that have one. The initializer is
+ * removed when the pass ends, so that the indices stay valid meanwhile. */
+static rnnstate_status drop_default(rewrite_ctx *ctx, node_plan *p, const value_entry *e)
+{
+    Onnx__TensorProto *init = ctx->graph->initializer[e->initializer];
+    for (size_t i = 0; i < ctx->n_dropped; i++)
+        if (!strcmp(ctx->dropped[i], e->name))
+            return RNNSTATE_OK; /* another slot already dropped it */
+    if (!scope_tensor_data(ctx->scopes.scopes[0], init))
+        return set_error(ctx->err, RNNSTATE_ERR_IO, "%s: cannot read initializer '%s'",
+                         ctx->label, e->name);
+    if (!append_string(&ctx->dropped, &ctx->n_dropped, e->name))
+        return ctx_oom(ctx);
+    report_node_decide(&ctx->report, p->report_node,
+                       "graph input %s: its default removed (required state inputs)", e->name);
+    if (!tensor_all_zero(init))
+        report_node_warn(&ctx->report, p->report_node,
+                         "%s: its default was a non-zero state, which a required input does not "
+                         "keep: pass that value, not zeros, on the first call",
+                         e->name);
+    ctx->changed = true;
+    return RNNSTATE_OK;
+}
+
 /* Cases b and f, and a reset branch: the model already feeds the state. */
 static rnnstate_status keep_existing_input(rewrite_ctx *ctx, node_plan *p, int slot,
                                            char **input_name, bool *optional)
@@ -167,6 +207,12 @@ static rnnstate_status keep_existing_input(rewrite_ctx *ctx, node_plan *p, int s
     const char *input = sp->reset_of ? sp->reset_of : sp->source.input;
     const value_entry *e = graph_index_find(&ctx->scopes.scopes[0]->index, input);
     *optional = e && e->initializer >= 0;
+    if (*optional && ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_REQUIRED) {
+        rnnstate_status st = drop_default(ctx, p, e);
+        if (st != RNNSTATE_OK)
+            return st;
+        *optional = false;
+    }
     if (*optional && ctx->model->ir_version < 4)
         require_overridable_defaults(ctx); /* IR 3: listed as an input, not overridable */
     if (sp->reset_of)

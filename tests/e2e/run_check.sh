@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
 # End-to-end driver for one model, run by ctest:
-#   run_check.sh TOOL STRIP WORKDIR model MODEL.onnx MANIFEST.json
-#   run_check.sh TOOL STRIP WORKDIR required MODEL.onnx MANIFEST.json
-#   run_check.sh TOOL STRIP WORKDIR backend TESTDIR
+#   run_check.sh TOOL STRIP WORKDIR model      MODEL.onnx MANIFEST.json [TOOL_ARG...]
+#   run_check.sh TOOL STRIP WORKDIR required   MODEL.onnx MANIFEST.json [TOOL_ARG...]
+#   run_check.sh TOOL STRIP WORKDIR backend    TESTDIR [TOOL_ARG...]
+#   run_check.sh TOOL STRIP WORKDIR reference  MODEL.onnx DATADIR MANIFEST.json [TOOL_ARG...]
+#   run_check.sh TOOL STRIP WORKDIR structural MODEL.onnx [TOOL_ARG...]
 # It rewrites the model with the CLI (--json report, validated against
-# docs/report.schema.json), checks that rewriting the output again changes
-# nothing (idempotence), makes the copy without state defaults that
-# onnxruntime-node needs to honour state feeds, and runs the checks in ONNX
-# Runtime (check_model.js or backend_check.js). `required` rewrites with
-# --state-inputs=required instead: no defaults, so no stripped copy; the
-# caller's zeros start the stream (check_model.js --state-inputs required).
+# docs/report.schema.json, and --check), checks that rewriting the output
+# again changes nothing (idempotence), makes the copy without state defaults
+# that onnxruntime-node needs to honour state feeds, and runs the checks in
+# ONNX Runtime:
+#   model      check_model.js: same outputs as the original with no state fed;
+#              the sequence in chunks with the state fed back equals one run
+#   required   the same with --state-inputs=required: no defaults, so no
+#              stripped copy; the caller's zeros start the stream
+#   backend    backend_check.js: an ONNX backend test model reproduces its
+#              reference outputs after rewriting
+#   reference  for models ONNX Runtime cannot run as exported (layout=1, with
+#              --to-layout0): the rewritten model reproduces reference outputs
+#              computed outside ONNX Runtime (backend test layout in DATADIR),
+#              and streams like check_model.js's (ii)
+#   structural for models ONNX Runtime cannot run at all (float64 LSTM, a
+#              quantized LSTM without hidden_size): rewrite, --check, idempotence
 # Exit status: 0 pass, 1 fail, 77 skipped (model absent).
 set -euo pipefail
 tool=$1 strip=$2 work=$3 kind=$4
+shift 4
 here=$(cd "$(dirname "$0")" && pwd)
 
-if [ "$kind" = backend ]; then
-  dir=$5 model=$5/model.onnx
-  name=backend-$(basename "$dir")
-else
-  model=$5 manifest=$6
-  name=$(basename "$model" .onnx)
-fi
+case "$kind" in
+  backend) dir=$1 model=$1/model.onnx name=backend-$(basename "$1"); shift ;;
+  reference) model=$1 dir=$2 manifest=$3 name=reference-$(basename "$1" .onnx); shift 3 ;;
+  structural) model=$1 name=structural-$(basename "$1" .onnx); shift ;;
+  model | required) model=$1 manifest=$2 name=$(basename "$1" .onnx); shift 2 ;;
+  *) echo "run_check.sh: unknown kind '$kind'" >&2; exit 2 ;;
+esac
+tool_args=("$@")
 mode=optional
 if [ "$kind" = required ]; then
   mode=required name=required-$name
@@ -39,11 +53,11 @@ out=$work/$name
 rm -rf "$out" && mkdir -p "$out"
 rewritten=$out/rewritten.onnx stripped=$out/stripped.onnx report=$out/report.json
 
-"$tool" "$model" -o "$rewritten" --json --state-inputs="$mode" > "$report"
-echo "rewrote $model -> $rewritten (--state-inputs=$mode)"
+"$tool" "$model" -o "$rewritten" --json --check --state-inputs="$mode" "${tool_args[@]}" > "$report"
+echo "rewrote $model -> $rewritten (--state-inputs=$mode ${tool_args[*]})"
 
 # Idempotence: the tool run on its own output changes nothing and says so.
-"$tool" "$rewritten" -o "$out/again.onnx" --json --state-inputs="$mode" > "$out/again.json"
+"$tool" "$rewritten" -o "$out/again.onnx" --json --state-inputs="$mode" "${tool_args[@]}" > "$out/again.json"
 node "$here/validate_report.js" "$report" "$out/again.json"
 node -e '
   const r = require(process.argv[1]).models[0];
@@ -53,6 +67,10 @@ node -e '
 cmp "$rewritten" "$out/again.onnx"
 echo "PASS idempotent: a second run reports 'unchanged' and writes identical bytes"
 
+if [ "$kind" = structural ]; then
+  echo "PASS structural: --check verified the rewritten model (ONNX Runtime cannot run it)"
+  exit 0
+fi
 if [ "$kind" = required ]; then
   exec node "$here/check_model.js" --state-inputs required --original "$model" --rewritten "$rewritten" \
     --report "$report" --manifest "$manifest" --entry "$(basename "$model")"
@@ -64,8 +82,15 @@ mapfile -t defaults < <(node -e '
 ' "$report")
 "$strip" "$rewritten" "$stripped" "${defaults[@]}"
 
-if [ "$kind" = backend ]; then
-  exec node "$here/backend_check.js" --original "$model" --rewritten "$rewritten" --data "$dir"
+if [ "$kind" = backend ] || [ "$kind" = reference ]; then
+  # The original runs in ORT unless it has layout=1 nodes; then the converted
+  # model stands in for it, and only the reference data judges.
+  original=$model
+  case " ${tool_args[*]} " in *" --to-layout0 "*) original=$rewritten ;; esac
+  node "$here/backend_check.js" --original "$original" --rewritten "$rewritten" --data "$dir"
+  [ "$kind" = backend ] && exit 0
+  exec node "$here/check_model.js" --original "$rewritten" --rewritten "$rewritten" \
+    --stripped "$stripped" --report "$report" --manifest "$manifest" --entry "$(basename "$model")"
 fi
 exec node "$here/check_model.js" --original "$model" --rewritten "$rewritten" --stripped "$stripped" \
   --report "$report" --manifest "$manifest" --entry "$(basename "$model")"
