@@ -202,11 +202,35 @@ static uint64_t initializer_field_size(const rnnstate_model *m, const Onnx__Tens
     return 1 + varint_size(n) + n;
 }
 
-static bool emit_initializer(sink *s, const rnnstate_model *m, const Onnx__TensorProto *t)
+/* Consecutive lazy initializers usually lie back to back in the source file
+ * (an exporter writes W, R and B of each layer in a row): their ranges are
+ * merged, so that the kernel copies the weights in as few calls as cat
+ * would. */
+typedef struct pending_copy {
+    uint64_t offset, length;
+} pending_copy;
+
+static bool flush_copy(sink *s, pending_copy *p)
+{
+    bool ok = p->length == 0 || sink_copy(s, p->offset, p->length);
+    p->length = 0;
+    return ok;
+}
+
+static bool emit_initializer(sink *s, const rnnstate_model *m, const Onnx__TensorProto *t,
+                             pending_copy *pending)
 {
     const lazy_tensor *lt = model_lazy_tensor(m, t);
-    if (lt)
-        return sink_copy(s, lt->offset, lt->length);
+    if (lt && pending->length && pending->offset + pending->length == lt->offset) {
+        pending->length += lt->length;
+        return true;
+    }
+    if (!flush_copy(s, pending))
+        return false;
+    if (lt) {
+        *pending = (pending_copy){ lt->offset, lt->length };
+        return true;
+    }
     unsigned char key = FIELD_INITIALIZER_KEY;
     return sink_write(s, &key, 1) && sink_varint(s, onnx__tensor_proto__get_packed_size(t)) &&
            sink_message(s, &t->base);
@@ -243,8 +267,11 @@ static rnnstate_status emit_model(const rnnstate_model *m, sink *s, rnnstate_err
         if (graph_size > MAX_PROTOBUF_BYTES)
             return set_error(err, RNNSTATE_ERR_INVALID,
                              "%s: the rewritten model exceeds the 2 GiB protobuf limit", m->label);
+        pending_copy pending = { 0, 0 };
         for (size_t i = 0; ok && i < n_inits; i++)
-            ok = emit_initializer(s, m, inits[i]);
+            ok = emit_initializer(s, m, inits[i], &pending);
+        if (ok)
+            flush_copy(s, &pending);
     }
     if (s->error == ENOMEM)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);

@@ -1,0 +1,423 @@
+/* make_large_model: writes a large PyTorch-like stacked LSTM as an ONNX model.
+ *
+ *   make_large_model OUT.onnx LAYERS HIDDEN
+ *
+ * The graph is what torch.onnx.export (PyTorch 1.13, opset 14, dynamic axes)
+ * emits for nn.LSTM(H, H, num_layers=L) called without a state:
+ *
+ *   x [T, batch, H]
+ *   zeros = ConstantOfShape(Concat([L], Unsqueeze(Gather(Shape(x), 1)), [H]))
+ *   per layer i: h0 = Slice(zeros, [i], [i+1], axes [0]), c0 = the same,
+ *                Y = LSTM(in, W_i, R_i, B_i, '', h0, c0), in = Squeeze(Y, [1])
+ *   y = the last Squeeze
+ *
+ * W [1,4H,H], R [1,4H,H] and B [1,8H] are float32 initializers whose raw_data
+ * comes from a fast deterministic PRNG (values in [-0.05, 0.05)). The file is
+ * about 32*L*H^2 bytes (L=8, H=2048: 1 GiB).
+ *
+ * The protobuf wire format is written by hand and the weights are streamed to
+ * disk in 1 MiB chunks: memory use does not depend on the model's size. Every
+ * message except the graph is small and built in memory; the graph's length is
+ * computed up front from the initializers' sizes. Protobuf readers accept
+ * fields in any order, so the graph is written as nodes, name, inputs,
+ * outputs, then the initializers.
+ *
+ * On success, prints one line: "bytes=N weight_bytes=W structure_bytes=S"
+ * (S = N - W: everything that is not initializer raw_data). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a growable byte buffer and the wire format ---------------------------- */
+
+typedef struct buf {
+    unsigned char *p;
+    size_t n, cap;
+} buf;
+
+static void die(const char *msg)
+{
+    fprintf(stderr, "make_large_model: %s\n", msg);
+    exit(1);
+}
+
+static void put(buf *b, const void *data, size_t n)
+{
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n)
+            cap *= 2;
+        b->p = realloc(b->p, cap);
+        if (!b->p)
+            die("out of memory");
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static void put_varint(buf *b, uint64_t v)
+{
+    unsigned char tmp[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        tmp[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    tmp[n++] = (unsigned char)v;
+    put(b, tmp, n);
+}
+
+enum { WT_VARINT = 0, WT_I32 = 5, WT_LEN = 2 };
+
+static void put_tag(buf *b, unsigned field, unsigned wt) { put_varint(b, ((uint64_t)field << 3) | wt); }
+
+static void put_int(buf *b, unsigned field, int64_t v)
+{
+    put_tag(b, field, WT_VARINT);
+    put_varint(b, (uint64_t)v);
+}
+
+static void put_bytes(buf *b, unsigned field, const void *data, size_t n)
+{
+    put_tag(b, field, WT_LEN);
+    put_varint(b, n);
+    put(b, data, n);
+}
+
+static void put_str(buf *b, unsigned field, const char *s) { put_bytes(b, field, s, strlen(s)); }
+
+/* Appends `sub` as a length-delimited field and empties it. */
+static void put_msg(buf *b, unsigned field, buf *sub)
+{
+    put_bytes(b, field, sub->p, sub->n);
+    free(sub->p);
+    *sub = (buf){ 0 };
+}
+
+/* ---- ONNX messages (field numbers from onnx.proto) ------------------------- */
+
+enum { FLOAT = 1, INT64 = 7 };              /* TensorProto.DataType */
+enum { ATTR_INT = 2, ATTR_TENSOR = 4 };     /* AttributeProto.AttributeType */
+
+/* A small TensorProto with raw_data. */
+static void tensor(buf *t, const char *name, int32_t type, const int64_t *dims, size_t nd,
+                   const void *raw, size_t raw_n)
+{
+    for (size_t i = 0; i < nd; i++)
+        put_int(t, 1, dims[i]);
+    put_int(t, 2, type);
+    if (name)
+        put_str(t, 8, name);
+    put_bytes(t, 9, raw, raw_n);
+}
+
+typedef struct node_args {
+    const char *op, *name;
+    const char *in[8];
+    const char *out[4];
+    buf attrs[2];
+    size_t n_attrs;
+} node_args;
+
+static void attr_int(node_args *a, const char *name, int64_t v)
+{
+    buf *x = &a->attrs[a->n_attrs++];
+    put_str(x, 1, name);
+    put_int(x, 3, v);
+    put_int(x, 20, ATTR_INT);
+}
+
+static void attr_tensor(node_args *a, const char *name, buf *t)
+{
+    buf *x = &a->attrs[a->n_attrs++];
+    put_str(x, 1, name);
+    put_msg(x, 5, t);
+    put_int(x, 20, ATTR_TENSOR);
+}
+
+static void node(buf *graph, node_args *a)
+{
+    buf n = { 0 };
+    for (size_t i = 0; i < 8 && a->in[i]; i++)
+        put_str(&n, 1, a->in[i][0] == '-' ? "" : a->in[i]); /* "-": an empty (absent) input */
+    for (size_t i = 0; i < 4 && a->out[i]; i++)
+        put_str(&n, 2, a->out[i]);
+    put_str(&n, 3, a->name);
+    put_str(&n, 4, a->op);
+    for (size_t i = 0; i < a->n_attrs; i++)
+        put_msg(&n, 5, &a->attrs[i]);
+    put_msg(graph, 1, &n);
+}
+
+/* A Constant node holding an int64 tensor of `n` values (a scalar if !vector). */
+static void constant_i64(buf *graph, const char *out, const int64_t *v, size_t n, int vector)
+{
+    int64_t dims[1] = { (int64_t)n };
+    buf t = { 0 };
+    tensor(&t, NULL, INT64, dims, vector ? 1 : 0, v, n * sizeof *v);
+    node_args a = { .op = "Constant", .name = out, .out = { out } };
+    attr_tensor(&a, "value", &t);
+    node(graph, &a);
+}
+
+/* ValueInfoProto for a float tensor; dims[i] < 0 means the symbol syms[i]. */
+static void value_info(buf *graph, unsigned field, const char *name, const int64_t *dims,
+                       const char *const *syms, size_t nd)
+{
+    buf shape = { 0 }, tt = { 0 }, type = { 0 }, vi = { 0 };
+    for (size_t i = 0; i < nd; i++) {
+        buf d = { 0 };
+        if (dims[i] < 0)
+            put_str(&d, 2, syms[i]);
+        else
+            put_int(&d, 1, dims[i]);
+        put_msg(&shape, 1, &d);
+    }
+    put_int(&tt, 1, FLOAT);
+    put_msg(&tt, 2, &shape);
+    put_msg(&type, 1, &tt);
+    put_str(&vi, 1, name);
+    put_msg(&vi, 2, &type);
+    put_msg(graph, field, &vi);
+}
+
+/* ---- streamed initializers ------------------------------------------------- */
+
+typedef struct init_spec {
+    char name[32];
+    int64_t dims[3];
+    size_t nd;
+    uint64_t raw_n; /* bytes of raw_data */
+} init_spec;
+
+/* The TensorProto up to and including raw_data's length prefix. */
+static void init_header(buf *h, const init_spec *s)
+{
+    for (size_t i = 0; i < s->nd; i++)
+        put_int(h, 1, s->dims[i]);
+    put_int(h, 2, FLOAT);
+    put_str(h, 8, s->name);
+    put_tag(h, 9, WT_LEN);
+    put_varint(h, s->raw_n);
+}
+
+/* Size of GraphProto.initializer entry (tag, length, message). */
+static uint64_t init_field_len(const init_spec *s)
+{
+    buf h = { 0 };
+    init_header(&h, s);
+    uint64_t msg = h.n + s->raw_n;
+    free(h.p);
+    return 1 + varint_len(msg) + msg;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+/* xorshift64*: two floats in [-0.05, 0.05) per step. */
+static void fill_floats(float *f, size_t n)
+{
+    uint64_t x = rng_state;
+    for (size_t i = 0; i < n; i += 2) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        uint64_t r = x * 0x2545f4914f6cdd1du;
+        uint32_t u[2] = { (uint32_t)(r >> 41) | 0x3f800000u, (uint32_t)(r >> 9 & 0x7fffffu) | 0x3f800000u };
+        for (int k = 0; k < 2 && i + (size_t)k < n; k++) {
+            float v;
+            memcpy(&v, &u[k], sizeof v); /* [1, 2) */
+            f[i + (size_t)k] = (v - 1.5f) * 0.1f;
+        }
+    }
+    rng_state = x;
+}
+
+static void write_all(FILE *out, const void *p, size_t n)
+{
+    if (n && fwrite(p, 1, n, out) != n)
+        die(strerror(errno));
+}
+
+static void stream_initializer(FILE *out, const init_spec *s, float *chunk, size_t chunk_floats)
+{
+    buf h = { 0 }, pre = { 0 };
+    init_header(&h, s);
+    put_tag(&pre, 5, WT_LEN);
+    put_varint(&pre, h.n + s->raw_n);
+    write_all(out, pre.p, pre.n);
+    write_all(out, h.p, h.n);
+    free(pre.p);
+    free(h.p);
+    for (uint64_t left = s->raw_n / sizeof(float); left;) {
+        size_t n = left < chunk_floats ? (size_t)left : chunk_floats;
+        fill_floats(chunk, n);
+        write_all(out, chunk, n * sizeof(float)); /* little-endian hosts only */
+        left -= n;
+    }
+}
+
+/* ---- the model ------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: make_large_model OUT.onnx LAYERS HIDDEN\n");
+        return 2;
+    }
+    long layers = strtol(argv[2], NULL, 10), hidden = strtol(argv[3], NULL, 10);
+    if (layers < 1 || layers > 1000 || hidden < 1 || hidden > 1 << 20)
+        die("LAYERS must be 1..1000 and HIDDEN 1..1048576");
+    const int64_t L = layers, H = hidden;
+
+    /* Everything in the graph but the initializers. */
+    buf g = { 0 };
+    char a[64], b[64], c[64];
+    const int64_t one = 1, zero = 0, lv = L, hv = H;
+    node(&g, &(node_args){ .op = "Shape", .name = "/rnn/Shape", .in = { "x" }, .out = { "/rnn/Shape_output_0" } });
+    constant_i64(&g, "/rnn/Constant_output_0", &one, 1, 0);
+    node(&g, &(node_args){ .op = "Gather", .name = "/rnn/Gather",
+                           .in = { "/rnn/Shape_output_0", "/rnn/Constant_output_0" },
+                           .out = { "/rnn/Gather_output_0" } });
+    constant_i64(&g, "/rnn/Constant_1_output_0", &lv, 1, 1);
+    constant_i64(&g, "onnx::Unsqueeze_16", &zero, 1, 1);
+    node(&g, &(node_args){ .op = "Unsqueeze", .name = "/rnn/Unsqueeze",
+                           .in = { "/rnn/Gather_output_0", "onnx::Unsqueeze_16" },
+                           .out = { "/rnn/Unsqueeze_output_0" } });
+    constant_i64(&g, "/rnn/Constant_2_output_0", &hv, 1, 1);
+    {
+        node_args n = { .op = "Concat", .name = "/rnn/Concat",
+                        .in = { "/rnn/Constant_1_output_0", "/rnn/Unsqueeze_output_0", "/rnn/Constant_2_output_0" },
+                        .out = { "/rnn/Concat_output_0" } };
+        attr_int(&n, "axis", 0);
+        node(&g, &n);
+        buf t = { 0 };
+        const float fz = 0.0f;
+        tensor(&t, NULL, FLOAT, &one, 1, &fz, sizeof fz);
+        node_args cs = { .op = "ConstantOfShape", .name = "/rnn/ConstantOfShape",
+                         .in = { "/rnn/Concat_output_0" }, .out = { "/rnn/ConstantOfShape_output_0" } };
+        attr_tensor(&cs, "value", &t);
+        node(&g, &cs);
+    }
+
+    init_spec *inits = calloc((size_t)L * 3, sizeof *inits);
+    if (!inits)
+        die("out of memory");
+    int konst = 3, slice = 0, init_id = 186;
+    char prev[64] = "x";
+    for (int64_t i = 0; i < L; i++) {
+        char state[2][64];
+        for (int s = 0; s < 2; s++) { /* initial_h, initial_c */
+            int64_t lo = i, hi = i + 1;
+            snprintf(a, sizeof a, "/rnn/Constant_%d_output_0", konst++);
+            constant_i64(&g, a, &zero, 1, 1);
+            snprintf(b, sizeof b, "/rnn/Constant_%d_output_0", konst++);
+            constant_i64(&g, b, &lo, 1, 1);
+            snprintf(c, sizeof c, "/rnn/Constant_%d_output_0", konst++);
+            constant_i64(&g, c, &hi, 1, 1);
+            char name[32];
+            snprintf(name, sizeof name, slice ? "/rnn/Slice_%d" : "/rnn/Slice", slice);
+            snprintf(state[s], sizeof state[s], "%s_output_0", name);
+            slice++;
+            node(&g, &(node_args){ .op = "Slice", .name = name,
+                                   .in = { "/rnn/ConstantOfShape_output_0", b, c, a },
+                                   .out = { state[s] } });
+        }
+        init_spec *w = &inits[3 * i], *r = w + 1, *bias = w + 2;
+        snprintf(w->name, sizeof w->name, "onnx::LSTM_%d", init_id);
+        snprintf(r->name, sizeof r->name, "onnx::LSTM_%d", init_id + 1);
+        snprintf(bias->name, sizeof bias->name, "onnx::LSTM_%d", init_id + 2);
+        init_id += 20;
+        w->nd = r->nd = 3;
+        w->dims[0] = r->dims[0] = 1;
+        w->dims[1] = r->dims[1] = 4 * H;
+        w->dims[2] = r->dims[2] = H;
+        w->raw_n = r->raw_n = (uint64_t)(4 * H) * (uint64_t)H * 4;
+        bias->nd = 2;
+        bias->dims[0] = 1;
+        bias->dims[1] = 8 * H;
+        bias->raw_n = (uint64_t)(8 * H) * 4;
+
+        char lstm[32], y[64], yh[64], yc[64], sq[64];
+        snprintf(lstm, sizeof lstm, i ? "/rnn/LSTM_%" PRId64 : "/rnn/LSTM", i);
+        snprintf(y, sizeof y, "%s_output_0", lstm);
+        snprintf(yh, sizeof yh, "%s_output_1", lstm);
+        snprintf(yc, sizeof yc, "%s_output_2", lstm);
+        node_args n = { .op = "LSTM", .name = lstm,
+                        .in = { prev, w->name, r->name, bias->name, "-", state[0], state[1] },
+                        .out = { y, yh, yc } };
+        attr_int(&n, "hidden_size", H);
+        node(&g, &n);
+
+        snprintf(a, sizeof a, "/rnn/Constant_%d_output_0", konst++);
+        constant_i64(&g, a, &one, 1, 1);
+        if (i == L - 1)
+            snprintf(sq, sizeof sq, "y");
+        else
+            snprintf(sq, sizeof sq, i ? "/rnn/Squeeze_%" PRId64 "_output_0" : "/rnn/Squeeze_output_0", i);
+        char sqname[64];
+        snprintf(sqname, sizeof sqname, i ? "/rnn/Squeeze_%" PRId64 : "/rnn/Squeeze", i);
+        node(&g, &(node_args){ .op = "Squeeze", .name = sqname, .in = { y, a }, .out = { sq } });
+        snprintf(prev, sizeof prev, "%s", sq);
+    }
+    put_str(&g, 2, "main_graph");
+    const int64_t io_dims[3] = { -1, -1, H };
+    const char *const io_syms[3] = { "T", "batch", NULL };
+    value_info(&g, 11, "x", io_dims, io_syms, 3);
+    value_info(&g, 12, "y", io_dims, io_syms, 3);
+
+    uint64_t graph_len = g.n, weights = 0;
+    for (int64_t i = 0; i < 3 * L; i++) {
+        graph_len += init_field_len(&inits[i]);
+        weights += inits[i].raw_n;
+    }
+
+    /* ModelProto: ir_version, producer, opset_import, then the graph. */
+    buf m = { 0 }, op = { 0 };
+    put_int(&m, 1, 8);
+    put_str(&m, 2, "pytorch");
+    put_str(&m, 3, "1.13.1");
+    put_str(&op, 1, "");
+    put_int(&op, 2, 14);
+    put_msg(&m, 8, &op);
+    put_tag(&m, 7, WT_LEN);
+    put_varint(&m, graph_len);
+
+    FILE *out = fopen(argv[1], "wb");
+    if (!out) {
+        fprintf(stderr, "make_large_model: %s: %s\n", argv[1], strerror(errno));
+        return 1;
+    }
+    write_all(out, m.p, m.n);
+    write_all(out, g.p, g.n);
+    const size_t chunk_floats = 1 << 18; /* 1 MiB */
+    float *chunk = malloc(chunk_floats * sizeof *chunk);
+    if (!chunk)
+        die("out of memory");
+    for (int64_t i = 0; i < 3 * L; i++)
+        stream_initializer(out, &inits[i], chunk, chunk_floats);
+    if (fclose(out) != 0)
+        die(strerror(errno));
+    uint64_t total = m.n + graph_len;
+    printf("bytes=%" PRIu64 " weight_bytes=%" PRIu64 " structure_bytes=%" PRIu64 "\n", total, weights,
+           total - weights);
+    free(chunk);
+    free(inits);
+    free(m.p);
+    free(g.p);
+    return 0;
+}
