@@ -35,7 +35,7 @@ static unsigned char *rewrite(const char *path, size_t lazy_bytes, const char *o
     *n_lazy = model->n_lazy;
     if (out) {
         limits.lazy_tensor_bytes = SIZE_MAX;
-        if (rnnstate_model_save_file(model, out, &err) != RNNSTATE_OK ||
+        if (rnnstate_model_save_file(model, out, NULL, &err) != RNNSTATE_OK ||
             rnnstate_model_load_file(out, &limits, &again, &err) != RNNSTATE_OK) {
             fprintf(stderr, "%s\n", err.message);
             goto done;

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
             status = 1;
         }
     }
-    if (!status && rnnstate_model_save_file(model, argv[2], &err) != RNNSTATE_OK) {
+    if (!status && rnnstate_model_save_file(model, argv[2], NULL, &err) != RNNSTATE_OK) {
         fprintf(stderr, "strip-defaults: %s\n", err.message);
         status = 1;
     }

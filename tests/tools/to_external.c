@@ -101,7 +101,7 @@ int main(int argc, char **argv)
         ok = 0;
     free(m->source_dir); /* written beside its weights: nothing to relocate */
     m->source_dir = strdup(argv[2]);
-    if (ok && rnnstate_model_save_file(m, model_path, &err) != RNNSTATE_OK) {
+    if (ok && rnnstate_model_save_file(m, model_path, NULL, &err) != RNNSTATE_OK) {
         fprintf(stderr, "to-external: %s\n", err.message);
         ok = 0;
     }

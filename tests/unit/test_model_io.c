@@ -323,7 +323,7 @@ static void test_save_into_a_missing_directory_fails_and_leaves_no_file(void **s
     unsigned char *bytes = small_model_bytes(&size);
     rnnstate_model *model = load_ok(bytes, size);
     rnnstate_error err;
-    assert_int_equal(rnnstate_model_save_file(model, path, &err), RNNSTATE_ERR_IO);
+    assert_int_equal(rnnstate_model_save_file(model, path, NULL, &err), RNNSTATE_ERR_IO);
     assert_int_equal(err.status, RNNSTATE_ERR_IO);
     assert_non_null(strstr(err.message, path));
     struct stat st;
@@ -349,7 +349,7 @@ static void test_save_writes_the_model_and_leaves_no_temporary_file(void **state
     unsigned char *bytes = small_model_bytes(&size);
     rnnstate_model *model = load_ok(bytes, size);
     rnnstate_error err;
-    assert_int_equal(rnnstate_model_save_file(model, path, &err), RNNSTATE_OK);
+    assert_int_equal(rnnstate_model_save_file(model, path, NULL, &err), RNNSTATE_OK);
     char *listing = dir_listing(dir);
     assert_string_equal(listing, "out.onnx");
     free(listing);
@@ -376,7 +376,7 @@ static void test_save_replaces_an_existing_file(void **state)
     unsigned char *bytes = small_model_bytes(&size);
     rnnstate_model *model = load_ok(bytes, size);
     rnnstate_error err;
-    assert_int_equal(rnnstate_model_save_file(model, path, &err), RNNSTATE_OK);
+    assert_int_equal(rnnstate_model_save_file(model, path, NULL, &err), RNNSTATE_OK);
     char *listing = dir_listing(dir);
     assert_string_equal(listing, "out.onnx");
     free(listing);
@@ -403,7 +403,7 @@ static void test_save_over_a_directory_fails_and_removes_its_temporary_file(void
     unsigned char *bytes = small_model_bytes(&size);
     rnnstate_model *model = load_ok(bytes, size);
     rnnstate_error err;
-    assert_int_not_equal(rnnstate_model_save_file(model, target, &err), RNNSTATE_OK);
+    assert_int_not_equal(rnnstate_model_save_file(model, target, NULL, &err), RNNSTATE_OK);
     assert_non_null(strstr(err.message, target));
     char *listing = dir_listing(dir);
     assert_string_equal(listing, "out.onnx"); /* the directory, and nothing else */
