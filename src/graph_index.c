@@ -1,5 +1,7 @@
+#include "array.h"
 #include "graph_index.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,7 @@ static value_entry *entry_for(graph_index *gi, const char *name)
 
 static bool add_consumer(value_entry *e, int node)
 {
-    int *grown = realloc(e->consumers, (e->n_consumers + 1) * sizeof *grown);
+    int *grown = owned_array_grow(e->consumers, e->n_consumers, sizeof *grown);
     if (!grown)
         return false;
     grown[e->n_consumers++] = node;
@@ -219,6 +221,7 @@ bool name_registry_fill(name_registry *reg, const Onnx__GraphProto *graph)
 void name_registry_free(name_registry *reg)
 {
     strmap_free(&reg->names);
+    strmap_free(&reg->next_suffix);
 }
 
 bool name_registry_has(const name_registry *reg, const char *name)
@@ -226,6 +229,9 @@ bool name_registry_has(const name_registry *reg, const char *name)
     return strmap_get(&reg->names, name) >= 0;
 }
 
+/* The suffix to try next is remembered per base name, so that many nodes
+ * asking for one base (a template without {k}) take linear time, not
+ * quadratic. */
 char *name_registry_unique(name_registry *reg, const char *base)
 {
     size_t cap = strlen(base) + 24;
@@ -233,9 +239,12 @@ char *name_registry_unique(name_registry *reg, const char *base)
     if (!name)
         return NULL;
     snprintf(name, cap, "%s", base);
-    for (unsigned long k = 1; name_registry_has(reg, name); k++)
-        snprintf(name, cap, "%s_%lu", base, k);
-    if (!register_name(reg, name)) {
+    int k = strmap_get(&reg->next_suffix, base);
+    if (k < 1)
+        k = 1;
+    while (name_registry_has(reg, name) && k < INT_MAX)
+        snprintf(name, cap, "%s_%d", base, k++);
+    if (!register_name(reg, name) || !strmap_put(&reg->next_suffix, base, k)) {
         free(name);
         return NULL;
     }

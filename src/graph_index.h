@@ -54,6 +54,7 @@ bool graph_index_value_unused(const graph_index *gi, const char *name);
 
 typedef struct name_registry {
     strmap names;
+    strmap next_suffix; /* per base name: the first suffix not yet tried */
 } name_registry;
 
 /* Collects every name in the model's graph and its subgraphs. */

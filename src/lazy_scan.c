@@ -1,3 +1,4 @@
+#include "array.h"
 #include "lazy_scan.h"
 
 #include <errno.h>
@@ -15,6 +16,27 @@ static int is_bulk_field(uint64_t field)
 {
     return field == 4 || field == 5 || field == 6 || field == 7 || field == 9 || field == 10 ||
            field == 11;
+}
+
+/* Element data left in the file is never parsed, so it must be checked here
+ * as protobuf-c would check it: the right wire type, and whole elements.
+ * Packed varints (int32_data, int64_data, uint64_data) cannot be checked
+ * without reading them all: such tensors are decoded, never left lazy. */
+typedef enum bulk_check { BULK_OK, BULK_DECODE, BULK_CORRUPT } bulk_check;
+
+static bulk_check check_bulk_field(uint64_t field, unsigned wire, uint64_t payload_length)
+{
+    switch (field) {
+    case 9: /* raw_data */
+    case 6: /* string_data */
+        return wire == 2 ? BULK_OK : BULK_CORRUPT;
+    case 4: /* float_data: packed fixed32, or one fixed32 */
+        return wire == 5 || (wire == 2 && payload_length % 4 == 0) ? BULK_OK : BULK_CORRUPT;
+    case 10: /* double_data: packed fixed64, or one fixed64 */
+        return wire == 1 || (wire == 2 && payload_length % 8 == 0) ? BULK_OK : BULK_CORRUPT;
+    default: /* varints */
+        return wire == 0 || wire == 2 ? BULK_DECODE : BULK_CORRUPT;
+    }
 }
 
 typedef struct file_reader {
@@ -153,9 +175,10 @@ static rnnstate_status next_field(file_reader *r, uint64_t end, field *f, const 
 /* Builds the stub of one TensorProto (every field but the element data) and
  * counts the element data's bytes. */
 static rnnstate_status scan_tensor(file_reader *r, const field *t, strbuf *stub, uint64_t *bulk,
-                                   const char *label, rnnstate_error *err)
+                                   bool *decode, const char *label, rnnstate_error *err)
 {
     *bulk = 0;
+    *decode = false;
     r->pos = t->payload;
     while (r->pos < t->end) {
         field f;
@@ -163,6 +186,12 @@ static rnnstate_status scan_tensor(file_reader *r, const field *t, strbuf *stub,
         if (st != RNNSTATE_OK)
             return st;
         if (is_bulk_field(f.number)) {
+            bulk_check c = check_bulk_field(f.number, f.wire, f.end - f.payload);
+            if (c == BULK_CORRUPT)
+                return set_error(err, RNNSTATE_ERR_NOT_MODEL,
+                                 "%s: not an ONNX model: corrupt tensor data at byte %llu", label,
+                                 (unsigned long long)f.start);
+            *decode |= c == BULK_DECODE;
             *bulk += f.end - f.start;
         } else {
             uint64_t resume = r->pos;
@@ -176,7 +205,7 @@ static rnnstate_status scan_tensor(file_reader *r, const field *t, strbuf *stub,
 
 static bool add_lazy(lazy_scan *out, size_t index, const field *f)
 {
-    lazy_range *grown = realloc(out->lazy, (out->n_lazy + 1) * sizeof *grown);
+    lazy_range *grown = owned_array_grow(out->lazy, out->n_lazy, sizeof *grown);
     if (!grown)
         return false;
     grown[out->n_lazy++] = (lazy_range){ index, f->start, f->end - f->start };
@@ -196,14 +225,15 @@ static rnnstate_status scan_graph(file_reader *r, const field *g, size_t min_byt
     while (st == RNNSTATE_OK && r->pos < g->end) {
         field f;
         uint64_t bulk = 0;
+        bool decode = false;
         if ((st = next_field(r, g->end, &f, label, err)) != RNNSTATE_OK)
             break;
         uint64_t resume = r->pos;
         bool lazy = false;
         if (f.number == FIELD_INITIALIZER && f.wire == 2) {
             sb_reset(&stub);
-            st = scan_tensor(r, &f, &stub, &bulk, label, err);
-            lazy = st == RNNSTATE_OK && bulk > 0 && bulk >= min_bytes;
+            st = scan_tensor(r, &f, &stub, &bulk, &decode, label, err);
+            lazy = st == RNNSTATE_OK && !decode && bulk > 0 && bulk >= min_bytes;
             if (lazy && !add_lazy(out, initializers, &f))
                 st = set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
             initializers++;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "rnnstate.h"
 
 enum exit_code {
@@ -120,7 +121,7 @@ static char *xstrdup(const char *s)
 
 static void list_push(string_list *l, char *item)
 {
-    char **grown = realloc(l->items, (l->n + 1) * sizeof *grown);
+    char **grown = owned_array_grow(l->items, l->n, sizeof *grown);
     if (!grown)
         die_oom();
     grown[l->n++] = item;
@@ -292,7 +293,8 @@ static void find_models(const char *dir, bool recursive, string_list *found)
         }
     }
     closedir(d);
-    qsort(here.items, here.n, sizeof *here.items, compare_strings);
+    if (here.n > 1) /* qsort(NULL, 0, ...) is undefined */
+        qsort(here.items, here.n, sizeof *here.items, compare_strings);
     for (size_t i = 0; i < here.n; i++)
         list_push(found, here.items[i]);
     free(here.items);
@@ -328,7 +330,7 @@ static char *output_in_dir(const cli *c, const char *root, const char *input)
 
 static void add_job(job **jobs, size_t *n, char *input, char *output)
 {
-    job *grown = realloc(*jobs, (*n + 1) * sizeof *grown);
+    job *grown = owned_array_grow(*jobs, *n, sizeof *grown);
     if (!grown)
         die_oom();
     grown[(*n)++] = (job){ input, output };

@@ -17,11 +17,13 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "lazy_scan.h"
 #include "model.h"
 #include "onnx_build.h"
@@ -40,8 +42,25 @@ typedef struct sink {
     unsigned char *buf; /* memory */
     size_t len, cap;
     int src_fd;         /* the lazy tensors' file */
+    const sigset_t *abort_on; /* blocked signals that, once pending, end the write */
     int error;          /* errno of the first failure */
 } sink;
+
+/* A blocked termination signal arrived: give up (EINTR), so the caller can
+ * remove its temporary file before the signal takes effect. */
+static bool interrupted(sink *s)
+{
+    sigset_t pending;
+    if (!s->abort_on || s->error || sigpending(&pending) != 0)
+        return s->error != 0;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(s->abort_on, sig) == 1 && sigismember(&pending, sig) == 1)
+            s->error = EINTR;
+    return s->error != 0;
+}
+
+/* Copies are made in steps of this size, so that a signal is noticed soon. */
+#define COPY_STEP ((uint64_t)64 << 20)
 
 static bool write_all(int fd, const unsigned char *data, size_t size)
 {
@@ -74,7 +93,7 @@ static void start_writeback(sink *s)
 
 static bool sink_write(sink *s, const void *data, size_t size)
 {
-    if (s->error)
+    if (interrupted(s))
         return false;
     if (s->fd >= 0) {
         if (!write_all(s->fd, data, size))
@@ -127,11 +146,12 @@ static bool copy_by_reading(sink *s, uint64_t offset, uint64_t length)
 /* Copies a lazy tensor's bytes file to file in the kernel where it can. */
 static bool sink_copy(sink *s, uint64_t offset, uint64_t length)
 {
-    if (s->error)
+    if (interrupted(s))
         return false;
     loff_t in = (loff_t)offset;
-    while (s->fd >= 0 && length > 0) {
-        ssize_t n = copy_file_range(s->src_fd, &in, s->fd, NULL, length, 0);
+    while (s->fd >= 0 && length > 0 && !interrupted(s)) {
+        uint64_t step = s->abort_on && length > COPY_STEP ? COPY_STEP : length;
+        ssize_t n = copy_file_range(s->src_fd, &in, s->fd, NULL, step, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -140,9 +160,10 @@ static bool sink_copy(sink *s, uint64_t offset, uint64_t length)
         s->written += (uint64_t)n;
         start_writeback(s);
     }
-    while (s->fd >= 0 && length > 0) {
+    while (s->fd >= 0 && length > 0 && !interrupted(s)) {
         off_t at = (off_t)in;
-        ssize_t n = sendfile(s->fd, s->src_fd, &at, length);
+        uint64_t step = s->abort_on && length > COPY_STEP ? COPY_STEP : length;
+        ssize_t n = sendfile(s->fd, s->src_fd, &at, step);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -152,6 +173,8 @@ static bool sink_copy(sink *s, uint64_t offset, uint64_t length)
         s->written += (uint64_t)n;
         start_writeback(s);
     }
+    if (s->error)
+        return false;
     return length == 0 || copy_by_reading(s, (uint64_t)in, length);
 }
 
@@ -379,7 +402,7 @@ static void relocate_tensor(relocations *r, Onnx__TensorProto *t)
             free(rel);
             return;
         }
-        relocation *grown = rel ? realloc(r->items, (r->n + 1) * sizeof *grown) : NULL;
+        relocation *grown = rel ? owned_array_grow(r->items, r->n, sizeof *grown) : NULL;
         if (!grown) {
             free(rel);
             r->status = set_error(r->err, RNNSTATE_ERR_NOMEM, "%s: out of memory", r->label);
@@ -509,6 +532,7 @@ static char *temp_name_for(const char *path)
 typedef struct emit_job {
     const rnnstate_model *model;
     bool sync;
+    const sigset_t *abort_on;
     rnnstate_error *err;
     rnnstate_status status; /* a failure that is not an errno (out of memory, too large) */
 } emit_job;
@@ -516,7 +540,8 @@ typedef struct emit_job {
 /* Writes the model to fd; returns an errno, or -1 for a non-I/O failure. */
 static int emit_to_fd(emit_job *job, int fd, bool sync)
 {
-    sink s = { .fd = fd, .src_fd = job->model->source_fd, .start_writeback = sync && job->sync };
+    sink s = { .fd = fd, .src_fd = job->model->source_fd, .start_writeback = sync && job->sync,
+               .abort_on = job->abort_on };
     job->status = emit_model(job->model, &s, job->err);
     if (job->status != RNNSTATE_OK)
         return -1;
@@ -580,8 +605,30 @@ done:
     return e;
 }
 
-/* Fallback route: a named temporary file, removed on any failure. */
+static int write_named_file(const char *path, emit_job *job);
+
+/* Fallback route: a named temporary file, removed on any failure. The
+ * signals that end a process politely (Ctrl-C, kill, a closed terminal) are
+ * held back meanwhile; one that arrives stops the write, the file is
+ * removed, and then the signal takes effect, so it cannot leave the file
+ * behind. (SIGKILL cannot be held; the O_TMPFILE route is immune to it.) */
 static int write_via_named_file(const char *path, emit_job *job)
+{
+    sigset_t termination, previous;
+    sigemptyset(&termination);
+    sigaddset(&termination, SIGINT);
+    sigaddset(&termination, SIGTERM);
+    sigaddset(&termination, SIGHUP);
+    sigaddset(&termination, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &termination, &previous);
+    job->abort_on = &termination;
+    int e = write_named_file(path, job);
+    job->abort_on = NULL;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    return e;
+}
+
+static int write_named_file(const char *path, emit_job *job)
 {
     char *tmp = temp_name_for(path);
     if (!tmp)
@@ -598,6 +645,9 @@ static int write_via_named_file(const char *path, emit_job *job)
     int e = fchmod(fd, 0666 & ~mask) != 0 ? errno : emit_to_fd(job, fd, true);
     if (close(fd) != 0 && !e)
         e = errno;
+    sink last_look = { .abort_on = job->abort_on };
+    if (!e && interrupted(&last_look))
+        e = EINTR;
     if (!e && rename(tmp, path) != 0)
         e = errno;
     if (e)
@@ -647,7 +697,7 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
     relocations r;
     rnnstate_status st = relocate_external_data(model, path, &r, err);
     if (st == RNNSTATE_OK) {
-        emit_job job = { model, !(options && options->no_sync), err, RNNSTATE_OK };
+        emit_job job = { model, !(options && options->no_sync), NULL, err, RNNSTATE_OK };
         st = write_atomically(path, &job, err);
     }
     undo_relocations(&r);
@@ -657,7 +707,7 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
 rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, const char *label,
                                        rnnstate_error *err)
 {
-    emit_job job = { model, false, err, RNNSTATE_OK };
+    emit_job job = { model, false, NULL, err, RNNSTATE_OK };
     int e = emit_to_fd(&job, fd, false);
     if (e < 0)
         return job.status;

@@ -1,3 +1,4 @@
+#include "array.h"
 #include "onnx_build.h"
 
 #include <stdlib.h>
@@ -35,7 +36,7 @@ bool set_string(char **field, const char *s)
 
 bool append_ptr(void ***array, size_t *count, void *item)
 {
-    void **grown = realloc(*array, (*count + 1) * sizeof(void *));
+    void **grown = array_grow(*array, *count, sizeof(void *));
     if (!grown)
         return false;
     grown[*count] = item;

@@ -59,10 +59,7 @@ static bool transpose_input(rewrite_ctx *ctx, scope *sc, size_t at, Onnx__NodePr
     snprintf(base, sizeof base, "%s_layout0", in);
     char *out = name_registry_unique(&ctx->names, base);
     Onnx__NodeProto *t = out ? transpose(ctx, in, out, perm, rank) : NULL;
-    bool queued = t && scope_queue_node(sc, at, t);
-    if (t && !queued)
-        protobuf_c_message_free_unpacked(&t->base, NULL);
-    bool ok = queued && node_set_input(node, slot, out);
+    bool ok = t && scope_queue_node(sc, at, t) && node_set_input(node, slot, out);
     free(out);
     return ok;
 }
@@ -83,10 +80,7 @@ static bool transpose_output(rewrite_ctx *ctx, scope *sc, size_t at, Onnx__NodeP
     snprintf(base, sizeof base, "%s_layout0", old);
     char *fresh = name_registry_unique(&ctx->names, base);
     Onnx__NodeProto *t = fresh ? transpose(ctx, fresh, old, perm, rank) : NULL;
-    bool queued = t && scope_queue_node(sc, at + 1, t);
-    if (t && !queued)
-        protobuf_c_message_free_unpacked(&t->base, NULL);
-    bool ok = queued && node_set_output(node, slot, fresh);
+    bool ok = t && scope_queue_node(sc, at + 1, t) && node_set_output(node, slot, fresh);
     free(old);
     free(fresh);
     return ok;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "state_plan.h"
 #include "strbuf.h"
 
@@ -86,14 +87,14 @@ static bool half_stateful(const node_plan *p, int slot)
     return !sp->reset_of && sp->source.kind == SOURCE_VIEW_OF_INPUT && !sp->reached;
 }
 
-typedef struct pending_list {
+typedef struct pending_slots {
     pending_slot *items;
     size_t n;
-} pending_list;
+} pending_slots;
 
-static bool pending_push(pending_list *l, node_plan *p, int slot)
+static bool pending_push(pending_slots *l, node_plan *p, int slot)
 {
-    pending_slot *grown = realloc(l->items, (l->n + 1) * sizeof *grown);
+    pending_slot *grown = owned_array_grow(l->items, l->n, sizeof *grown);
     if (!grown)
         return false;
     grown[l->n++] = (pending_slot){ p, slot };
@@ -120,7 +121,7 @@ static rnnstate_status expose_singly(rewrite_ctx *ctx, pending_slot *group, size
 }
 
 /* Groups the pending slots by the input they slice, and assembles each group. */
-static rnnstate_status assemble_groups(rewrite_ctx *ctx, pending_list *pending)
+static rnnstate_status assemble_groups(rewrite_ctx *ctx, pending_slots *pending)
 {
     rnnstate_status st = RNNSTATE_OK;
     pending_slot *group = malloc((pending->n ? pending->n : 1) * sizeof *group);
@@ -149,7 +150,7 @@ static rnnstate_status assemble_groups(rewrite_ctx *ctx, pending_list *pending)
     return st;
 }
 
-static rnnstate_status apply_plan(rewrite_ctx *ctx, node_plan *p, pending_list *pending)
+static rnnstate_status apply_plan(rewrite_ctx *ctx, node_plan *p, pending_slots *pending)
 {
     char buf[32];
     const char *direction = node_attr_string(p->rs.node, "direction", buf, sizeof buf);
@@ -198,7 +199,7 @@ static void remove_dropped_defaults(rewrite_ctx *ctx)
 rnnstate_status pass_state(rewrite_ctx *ctx)
 {
     plan_list plans;
-    pending_list pending = { NULL, 0 };
+    pending_slots pending = { NULL, 0 };
     rnnstate_status st = plan_all_nodes(ctx, &plans);
     for (size_t i = 0; st == RNNSTATE_OK && i < plans.n; i++)
         if (!plans.plans[i].skipped)

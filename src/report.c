@@ -1,5 +1,6 @@
 /* The report: what the rewrite did to each recurrent node, as a structure for
  * library users and as text or JSON for the command line. */
+#include "array.h"
 #include "report.h"
 
 #include <stdarg.h>
@@ -23,7 +24,7 @@ static bool push_string(report_builder *rb, size_t *n, const char *const **items
         rb->oom = true;
         return false;
     }
-    char **grown = realloc((void *)*items, (*n + 1) * sizeof *grown);
+    char **grown = owned_array_grow((void *)*items, *n, sizeof *grown);
     if (!grown) {
         free(s);
         rb->oom = true;
@@ -84,7 +85,7 @@ static rnnstate_node_report *node_at(report_builder *rb, size_t node)
 size_t report_add_node(report_builder *rb, const char *graph, const char *op, const char *name)
 {
     rnnstate_report *r = rb->report;
-    rnnstate_node_report *grown = realloc((void *)r->nodes, (r->n_nodes + 1) * sizeof *grown);
+    rnnstate_node_report *grown = owned_array_grow((void *)r->nodes, r->n_nodes, sizeof *grown);
     if (!grown) {
         rb->oom = true;
         return SIZE_MAX;
@@ -204,7 +205,7 @@ void report_add_pair(report_builder *rb, const char *input, const char *output,
     sb_release(&key);
     if (seen || rb->oom)
         return;
-    rnnstate_state_pair *grown = realloc((void *)r->pairs, (r->n_pairs + 1) * sizeof *grown);
+    rnnstate_state_pair *grown = owned_array_grow((void *)r->pairs, r->n_pairs, sizeof *grown);
     if (!grown) {
         rb->oom = true;
         return;

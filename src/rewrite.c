@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "passes.h"
 
 static const rewrite_pass passes[] = {
@@ -25,7 +26,7 @@ rnnstate_status ctx_oom(rewrite_ctx *ctx)
 bool ctx_detach(rewrite_ctx *ctx, scope *sc, const char *name)
 {
     char *copy = strdup(name);
-    detached_value *grown = copy ? realloc(ctx->detached, (ctx->n_detached + 1) * sizeof *grown)
+    detached_value *grown = copy ? owned_array_grow(ctx->detached, ctx->n_detached, sizeof *grown)
                                  : NULL;
     if (!grown) {
         free(copy);

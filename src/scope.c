@@ -1,5 +1,7 @@
+#include "array.h"
 #include "scope.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,7 @@ static bool add_scope(scope_tree *tree, scope *s)
 {
     if (!s)
         return false;
-    scope **grown = realloc(tree->scopes, (tree->n + 1) * sizeof *grown);
+    scope **grown = owned_array_grow(tree->scopes, tree->n, sizeof *grown);
     if (!grown) {
         graph_index_free(&s->index);
         free(s->attr_name);
@@ -100,6 +102,14 @@ bool scope_tree_build(scope_tree *tree, rnnstate_model *model)
     return ok;
 }
 
+static void pending_free(pending_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        protobuf_c_message_free_unpacked(l->items[i], NULL);
+    free(l->items);
+    *l = (pending_list){ 0 };
+}
+
 void scope_tree_free(scope_tree *tree)
 {
     for (size_t i = 0; i < tree->n; i++) {
@@ -108,6 +118,9 @@ void scope_tree_free(scope_tree *tree)
         for (size_t q = 0; q < s->n_queued; q++)
             protobuf_c_message_free_unpacked(&s->queued[q].node->base, NULL);
         free(s->queued);
+        pending_free(&s->new_inputs);
+        pending_free(&s->new_outputs);
+        pending_free(&s->new_initializers);
         free(s->attr_name);
         free(s->path);
         free(s);
@@ -152,15 +165,77 @@ const Onnx__TensorProto *scope_tensor_data(const scope *s, const Onnx__TensorPro
 
 bool scope_queue_node(scope *s, size_t before, Onnx__NodeProto *node)
 {
-    queued_node *grown = realloc(s->queued, (s->n_queued + 1) * sizeof *grown);
-    if (!grown)
-        return false;
-    grown[s->n_queued++] = (queued_node){ before, node };
-    s->queued = grown;
+    if (s->n_queued == s->cap_queued) {
+        size_t cap = s->cap_queued ? 2 * s->cap_queued : 8;
+        queued_node *grown = realloc(s->queued, cap * sizeof *grown);
+        if (!grown) {
+            protobuf_c_message_free_unpacked(&node->base, NULL);
+            return false;
+        }
+        s->queued = grown;
+        s->cap_queued = cap;
+    }
+    s->queued[s->n_queued] = (queued_node){ before, s->n_queued, node };
+    s->n_queued++;
     return true;
 }
 
-static bool flush_scope(scope *s)
+static bool pending_push(pending_list *l, ProtobufCMessage *m)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        void **grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown) {
+            protobuf_c_message_free_unpacked(m, NULL);
+            return false;
+        }
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->n++] = m;
+    return true;
+}
+
+bool scope_add_input(scope *s, Onnx__ValueInfoProto *vi)
+{
+    return pending_push(&s->new_inputs, &vi->base);
+}
+
+bool scope_add_output(scope *s, Onnx__ValueInfoProto *vi)
+{
+    return pending_push(&s->new_outputs, &vi->base);
+}
+
+bool scope_add_initializer(scope *s, Onnx__TensorProto *t)
+{
+    return pending_push(&s->new_initializers, &t->base);
+}
+
+/* Appends the pending messages to a graph array with one allocation. */
+static bool pending_flush(pending_list *l, void ***array, size_t *count)
+{
+    if (!l->n)
+        return true;
+    void **grown = realloc(*array, (*count + l->n) * sizeof *grown);
+    if (!grown)
+        return false;
+    memcpy(grown + *count, l->items, l->n * sizeof *grown);
+    *array = grown;
+    *count += l->n;
+    free(l->items);
+    *l = (pending_list){ 0 };
+    return true;
+}
+
+static int by_place(const void *a, const void *b)
+{
+    const queued_node *x = a, *y = b;
+    if (x->before != y->before)
+        return x->before < y->before ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+static bool flush_nodes(scope *s)
 {
     if (!s->n_queued)
         return true;
@@ -169,9 +244,10 @@ static bool flush_scope(scope *s)
     Onnx__NodeProto **nodes = malloc(total * sizeof *nodes);
     if (!nodes)
         return false;
-    /* one merge: the queue is already in node order */
+    qsort(s->queued, s->n_queued, sizeof *s->queued, by_place);
     for (size_t n = 0; n <= g->n_node; n++) {
-        for (; q < s->n_queued && s->queued[q].before == n; q++)
+        for (; q < s->n_queued && (s->queued[q].before == n ||
+                                   (n == g->n_node && s->queued[q].before > n)); q++)
             nodes[at++] = s->queued[q].node;
         if (n < g->n_node)
             nodes[at++] = g->node[n];
@@ -181,8 +257,17 @@ static bool flush_scope(scope *s)
     g->n_node = at;
     free(s->queued);
     s->queued = NULL;
-    s->n_queued = 0;
+    s->n_queued = s->cap_queued = 0;
     return true;
+}
+
+static bool flush_scope(scope *s)
+{
+    Onnx__GraphProto *g = s->graph;
+    return flush_nodes(s) &&
+           pending_flush(&s->new_inputs, (void ***)&g->input, &g->n_input) &&
+           pending_flush(&s->new_outputs, (void ***)&g->output, &g->n_output) &&
+           pending_flush(&s->new_initializers, (void ***)&g->initializer, &g->n_initializer);
 }
 
 bool scope_tree_flush(scope_tree *tree)

@@ -18,9 +18,18 @@
 /* A node a pass creates, waiting to be inserted before an existing node so
  * that the node list stays topologically sorted. */
 typedef struct queued_node {
-    size_t before; /* index of the existing node (n_node: at the end) */
+    size_t before; /* index of the existing node (n_node or more: at the end) */
+    size_t order;  /* keeps nodes queued for one place in the order they came */
     Onnx__NodeProto *node;
 } queued_node;
+
+/* Messages waiting to be appended to one of a graph's arrays. Passes add
+ * inputs, outputs and initializers one at a time; appending them all at once
+ * when the pass ends keeps that linear however the allocator grows blocks. */
+typedef struct pending_list {
+    void **items;
+    size_t n, cap;
+} pending_list;
 
 struct rnnstate_model;
 
@@ -33,8 +42,9 @@ typedef struct scope {
     char *attr_name;        /* "then_branch", "else_branch", "body", ... */
     char *path;             /* "main", "main/If_25.then_branch", ... */
     bool in_loop;           /* this graph or an enclosing one is a Loop/Scan body */
-    queued_node *queued;    /* kept in non-decreasing order of `before` */
-    size_t n_queued;
+    queued_node *queued;
+    size_t n_queued, cap_queued;
+    pending_list new_inputs, new_outputs, new_initializers;
 } scope;
 
 typedef struct scope_tree {
@@ -60,10 +70,17 @@ const value_entry *scope_lookup(const scope *s, const char *name, const scope **
  * that fails. Only for the few tensors whose values the passes need. */
 const Onnx__TensorProto *scope_tensor_data(const scope *s, const Onnx__TensorProto *t);
 
-/* Queues `node` for insertion before node `before` of the scope's graph;
- * calls for one scope must come in non-decreasing order of `before`. */
+/* Queues `node` for insertion before node `before` of the scope's graph
+ * (SIZE_MAX: at the end). The scope owns it from then on. */
 bool scope_queue_node(scope *s, size_t before, Onnx__NodeProto *node);
-/* Inserts every scope's queued nodes. */
+
+/* Queue a new graph input, output or initializer; the scope owns it from
+ * then on (also when the call fails: it is freed). */
+bool scope_add_input(scope *s, Onnx__ValueInfoProto *vi);
+bool scope_add_output(scope *s, Onnx__ValueInfoProto *vi);
+bool scope_add_initializer(scope *s, Onnx__TensorProto *t);
+
+/* Inserts every scope's queued nodes, inputs, outputs and initializers. */
 bool scope_tree_flush(scope_tree *tree);
 
 #endif

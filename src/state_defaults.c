@@ -144,26 +144,22 @@ Onnx__NodeProto *queue_op(rewrite_ctx *ctx, recurrent_shape *rs, const char *op,
     bool ok = node && append_string(&node->output, &node->n_output, output);
     for (size_t i = 0; ok && i < n_inputs; i++)
         ok = append_string(&node->input, &node->n_input, inputs[i]);
-    if (ok && scope_queue_node(rs->sc, rs->node_index, node))
-        return node;
-    if (node)
-        protobuf_c_message_free_unpacked(&node->base, NULL);
-    return NULL;
+    if (!ok) {
+        if (node)
+            protobuf_c_message_free_unpacked(&node->base, NULL);
+        return NULL;
+    }
+    return scope_queue_node(rs->sc, rs->node_index, node) ? node : NULL;
 }
 
-static bool add_initializer(Onnx__GraphProto *g, Onnx__TensorProto *t)
+static bool add_initializer(scope *sc, Onnx__TensorProto *t)
 {
-    if (t && APPEND_PTR(&g->initializer, &g->n_initializer, t))
-        return true;
-    if (t)
-        protobuf_c_message_free_unpacked(&t->base, NULL);
-    return false;
+    return t && scope_add_initializer(sc, t);
 }
 
-static bool add_int64s_initializer(Onnx__GraphProto *g, const char *name, const int64_t *v,
-                                   size_t n)
+static bool add_int64s_initializer(scope *sc, const char *name, const int64_t *v, size_t n)
 {
-    return add_initializer(g, tensor_new_int64s(name, v, n));
+    return add_initializer(sc, tensor_new_int64s(name, v, n));
 }
 
 /* The value [1, B, 1] (or [B, 1, 1] batch-first) with B = the batch of X at
@@ -181,8 +177,8 @@ static bool build_batch_shape(rewrite_ctx *ctx, recurrent_shape *rs)
     int64_t axis_value = batch_axis(rs), one_value = 1;
     Onnx__NodeProto *concat = NULL;
     bool ok = shape && axis && batch && one && out &&
-              add_int64s_initializer(rs->sc->graph, axis, &axis_value, 1) &&
-              add_int64s_initializer(rs->sc->graph, one, &one_value, 1) &&
+              add_int64s_initializer(rs->sc, axis, &axis_value, 1) &&
+              add_int64s_initializer(rs->sc, one, &one_value, 1) &&
               queue_op(ctx, rs, "Shape", &rs->x, 1, shape) &&
               queue_op(ctx, rs, "Gather", (const char *[]){ shape, axis }, 2, batch);
     if (ok) {
@@ -208,11 +204,8 @@ static rnnstate_status declare_input(rewrite_ctx *ctx, const recurrent_shape *rs
     dim_info dims[3];
     recurrent_state_dims(rs, dims);
     Onnx__ValueInfoProto *vi = value_info_new(name, rs->elem_type, dims, 3);
-    if (!vi || !APPEND_PTR(&ctx->graph->input, &ctx->graph->n_input, vi)) {
-        if (vi)
-            protobuf_c_message_free_unpacked(&vi->base, NULL);
+    if (!vi || !scope_add_input(ctx->scopes.scopes[0], vi))
         return ctx_oom(ctx);
-    }
     return RNNSTATE_OK;
 }
 
@@ -233,7 +226,8 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
                          name, EXPAND_MIN_OPSET);
     } else if (ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL) {
         if (!def->existing &&
-            !add_initializer(ctx->graph, default_tensor(rs, name, def, fixed ? rs->batch.value : 1)))
+            !add_initializer(ctx->scopes.scopes[0],
+                             default_tensor(rs, name, def, fixed ? rs->batch.value : 1)))
             return ctx_oom(ctx);
         require_overridable_defaults(ctx);
         *optional = true;

@@ -3,6 +3,7 @@
  * each enclosing branch outputs it, the other branch of that If passes the
  * incoming state through unchanged (it did not run the node, so the state
  * does not move), and the If gets a matching output. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,22 +11,19 @@
 #include "state_plan.h"
 #include "tensor_util.h"
 
-static rnnstate_status add_output(rewrite_ctx *ctx, Onnx__GraphProto *g, const char *name,
+static rnnstate_status add_output(rewrite_ctx *ctx, scope *sc, const char *name,
                                   const recurrent_shape *rs)
 {
     dim_info dims[3];
     recurrent_state_dims(rs, dims);
     Onnx__ValueInfoProto *vi = value_info_new(name, rs->elem_type, dims, 3);
-    if (!vi || !APPEND_PTR(&g->output, &g->n_output, vi)) {
-        if (vi)
-            protobuf_c_message_free_unpacked(&vi->base, NULL);
+    if (!vi || !scope_add_output(sc, vi))
         return ctx_oom(ctx);
-    }
     return RNNSTATE_OK;
 }
 
 /* The graph of the other branch of the If holding `branch`. */
-static Onnx__GraphProto *sibling_branch(const Onnx__NodeProto *if_node,
+Onnx__GraphProto *sibling_branch(const Onnx__NodeProto *if_node,
                                         const Onnx__GraphProto *branch)
 {
     const Onnx__AttributeProto *then_b = node_attr(if_node, "then_branch");
@@ -36,7 +34,7 @@ static Onnx__GraphProto *sibling_branch(const Onnx__NodeProto *if_node,
 }
 
 /* Identity(state_input) as a new output of a branch that does not run the node. */
-static rnnstate_status pass_state_through(rewrite_ctx *ctx, Onnx__GraphProto *g,
+static rnnstate_status pass_state_through(rewrite_ctx *ctx, scope *branch,
                                           const char *state_input, const char *base,
                                           const recurrent_shape *rs)
 {
@@ -44,11 +42,11 @@ static rnnstate_status pass_state_through(rewrite_ctx *ctx, Onnx__GraphProto *g,
     char *node_name = out ? name_registry_unique(&ctx->names, out) : NULL;
     Onnx__NodeProto *node = node_name ? node_new("Identity", node_name) : NULL;
     bool ok = node && append_string(&node->input, &node->n_input, state_input) &&
-              append_string(&node->output, &node->n_output, out) &&
-              APPEND_PTR(&g->node, &g->n_node, node);
+              append_string(&node->output, &node->n_output, out);
     if (!ok && node)
         protobuf_c_message_free_unpacked(&node->base, NULL);
-    rnnstate_status st = ok ? add_output(ctx, g, out, rs) : ctx_oom(ctx);
+    ok = ok && scope_queue_node(branch, SIZE_MAX, node);
+    rnnstate_status st = ok ? add_output(ctx, branch, out, rs) : ctx_oom(ctx);
     free(out);
     free(node_name);
     return st;
@@ -64,14 +62,16 @@ static rnnstate_status thread_out(rewrite_ctx *ctx, scope *sc, char *value, cons
     rnnstate_status st = RNNSTATE_OK;
     while (st == RNNSTATE_OK && sc->parent) {
         Onnx__NodeProto *if_node = sc->parent->graph->node[sc->parent_node];
-        Onnx__GraphProto *other = sibling_branch(if_node, sc->graph);
-        if (!other)
+        scope *other = scope_of_graph(&ctx->scopes, sibling_branch(if_node, sc->graph));
+        if (!other) { /* planning skips such nodes: kept as a guard */
+            free(value);
             return set_error(ctx->err, RNNSTATE_ERR_INVALID,
                              "%s: If node '%s' lacks a then_branch or else_branch", ctx->label,
                              str_or_empty(if_node->name));
+        }
         /* the main graph's output takes the name reserved for it */
         char *up = sc->parent->parent ? name_registry_unique(&ctx->names, value) : strdup(final);
-        st = up ? add_output(ctx, sc->graph, value, rs) : ctx_oom(ctx);
+        st = up ? add_output(ctx, sc, value, rs) : ctx_oom(ctx);
         if (st == RNNSTATE_OK)
             st = pass_state_through(ctx, other, state_input, value, rs);
         if (st == RNNSTATE_OK && !append_string(&if_node->output, &if_node->n_output, up))
@@ -81,7 +81,7 @@ static rnnstate_status thread_out(rewrite_ctx *ctx, scope *sc, char *value, cons
         sc = sc->parent;
     }
     if (st == RNNSTATE_OK)
-        st = add_output(ctx, ctx->graph, value, rs);
+        st = add_output(ctx, sc, value, rs);
     if (st == RNNSTATE_OK)
         *main_name = value;
     else
@@ -155,7 +155,7 @@ rnnstate_status expose_output_side(rewrite_ctx *ctx, node_plan *p, int slot,
         free(final);
     } else {
         free(final);
-        st = add_output(ctx, ctx->graph, local, &p->rs);
+        st = add_output(ctx, ctx->scopes.scopes[0], local, &p->rs);
         if (st == RNNSTATE_OK)
             *output_name = local;
         else
@@ -260,9 +260,9 @@ static rnnstate_status concat_states(rewrite_ctx *ctx, const char *input, sliced
         free(final);
         free(y);
     }
-    ok = ok && APPEND_PTR(&ctx->graph->node, &ctx->graph->n_node, concat);
     if (!ok && concat)
         protobuf_c_message_free_unpacked(&concat->base, NULL);
+    ok = ok && scope_queue_node(ctx->scopes.scopes[0], SIZE_MAX, concat);
     free(node_name);
     return ok ? RNNSTATE_OK : ctx_oom(ctx);
 }
@@ -284,11 +284,10 @@ static rnnstate_status declare_like_input(rewrite_ctx *ctx, const char *input, c
         vi->type = onnx__type_proto__unpack(NULL, size, buf);
     }
     free(buf);
-    bool ok = (!src->type || vi->type) && set_string(&vi->name, out) &&
-              APPEND_PTR(&ctx->graph->output, &ctx->graph->n_output, vi);
+    bool ok = (!src->type || vi->type) && set_string(&vi->name, out);
     if (!ok)
         protobuf_c_message_free_unpacked(&vi->base, NULL);
-    return ok ? RNNSTATE_OK : ctx_oom(ctx);
+    return ok && scope_add_output(ctx->scopes.scopes[0], vi) ? RNNSTATE_OK : ctx_oom(ctx);
 }
 
 rnnstate_status assemble_sliced_states(rewrite_ctx *ctx, pending_slot *pending, size_t n,

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "state_plan.h"
 #include "tensor_util.h"
 
@@ -183,11 +184,23 @@ static const char *check_source(const recurrent_shape *rs, const state_source *s
 }
 
 /* Analyses one node; returns a skip reason, NULL, or "" when out of memory. */
+/* True when every enclosing If has both branches, so that a final state can
+ * be threaded out of them. */
+static bool branches_complete(const scope *sc)
+{
+    for (; sc->parent; sc = sc->parent)
+        if (!sibling_branch(sc->parent->graph->node[sc->parent_node], sc->graph))
+            return false;
+    return true;
+}
+
 static const char *analyse(rewrite_ctx *ctx, node_plan *p, char *reason, size_t size)
 {
     if (p->rs.sc->in_loop)
         return "inside a Loop or Scan body: it runs once per iteration, so carrying its state "
                "across calls is ambiguous";
+    if (!branches_complete(p->rs.sc))
+        return "inside an If node that lacks a then_branch or else_branch (an invalid model)";
     const char *skip = describe_node(p);
     if (!skip && !flag_fixed_sequence_length(ctx, p))
         skip = "";
@@ -271,7 +284,7 @@ rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list)
             recurrent_kind kind = recurrent_op(sc->graph->node[n]);
             if (kind == NOT_RECURRENT)
                 continue;
-            node_plan *grown = realloc(list->plans, (list->n + 1) * sizeof *grown);
+            node_plan *grown = owned_array_grow(list->plans, list->n, sizeof *grown);
             if (!grown)
                 return ctx_oom(ctx);
             list->plans = grown;

@@ -58,6 +58,10 @@ rnnstate_status expose_input_side(rewrite_ctx *ctx, node_plan *plan, int slot, c
 rnnstate_status expose_output_side(rewrite_ctx *ctx, node_plan *plan, int slot,
                                    const char *input_name, char **output_name, bool *added);
 
+/* The other branch of the If node holding `branch`, or NULL when the If lacks
+ * one (an invalid model). */
+Onnx__GraphProto *sibling_branch(const Onnx__NodeProto *if_node, const Onnx__GraphProto *branch);
+
 /* Half-stateful models (AECMOS): nodes whose initial states are Slices of one
  * graph input but whose final states reach no output get one output that
  * concatenates their Y_h in slice order, named after the input. Handles the
