@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# scaling.sh TOOL MAKE_BAD_MODELS [FAILING_IO_SHIM]
+# Big graphs must take linear time. Wall-clock assertions are flaky on a
+# shared machine, so the check counts instead, on a graph of N and of 4N
+# nodes, and the ratio must stay below 6 (linear: about 4; N log N: about
+# 4.6; quadratic: about 16). Two counts, both deterministic whatever the
+# machine's load:
+#   - instructions, under valgrind's callgrind: any super-linear algorithm;
+#   - bytes copied by realloc() when every realloc moves its block (the shim
+#     tests/tools/failing_io.c, FAIL_IO_REALLOC_STATS): arrays grown one
+#     element at a time. glibc hides that cost by growing large blocks in
+#     place (mremap), which ASan, musl and other allocators do not.
+# Shapes:
+#   chain      X -> N Relu -> GRU, initial_h -> N Identity: the analysis walks
+#              both chains (batch inference, state tracing)
+#   many-grus  N GRU nodes side by side: N state pairs to name and add
+#   same-name  N GRU nodes all named "g", --name-template '{name}_{slot}':
+#              every new name collides with the previous ones
+# Then a graph of 400,000 nodes must simply finish (within ctest's timeout).
+# Without valgrind, or with a sanitized binary (valgrind cannot run those),
+# the ratios are skipped and only the big graph runs.
+set -u
+tool=$1 gen=$2 shim=${3:-}
+source "$(dirname "$0")/lib.sh"
+export ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"
+
+# sizes can be lowered for a quick run: SCALE_CHAIN, SCALE_GRUS, SCALE_SAME
+chain_n=${SCALE_CHAIN:-5000} grus_n=${SCALE_GRUS:-1000} same_n=${SCALE_SAME:-200}
+RUN_TIMEOUT=600
+
+# instructions FILE ARGS...: prints the instruction count of one run
+instructions() {
+  local file=$1; shift
+  timeout -k 5 "$RUN_TIMEOUT" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    "$tool" "$file" -o "$work/out.onnx" -q "$@" 2> "$work/cg.log" > /dev/null
+  local st=$?
+  if [ "$st" -ne 0 ]; then
+    echo "callgrind run failed with status $st: $(tail -3 "$work/cg.log")" >&2
+    return 1
+  fi
+  sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$work/cg.log" | tail -1
+}
+
+# linear NAME CASE N [ARGS...]: compares N and 4N
+linear() {
+  local name=$1 case=$2 n=$3; shift 3
+  "$gen" "$case" "$work/small.onnx" "$n"
+  "$gen" "$case" "$work/large.onnx" $((4 * n))
+  local small large
+  small=$(instructions "$work/small.onnx" "$@") || { fail "$name" "run on $n failed"; return; }
+  large=$(instructions "$work/large.onnx" "$@") || { fail "$name" "run on $((4 * n)) failed"; return; }
+  if [ -z "$small" ] || [ -z "$large" ] || [ "$small" -eq 0 ]; then
+    fail "$name" "no instruction count in callgrind's output"; return
+  fi
+  # ratio with two decimals, in integer arithmetic
+  local ratio100=$((large * 100 / small))
+  local ratio="$((ratio100 / 100)).$(printf '%02d' $((ratio100 % 100)))"
+  if [ "$ratio100" -lt 600 ]; then
+    pass "$name: N=$n: $small instructions, 4N: $large (x$ratio < 6)"
+  else
+    fail "$name" "N=$n: $small instructions, 4N: $large: x$ratio, not linear (< 6)"
+  fi
+}
+
+# copied NAME CASE N [ARGS...]: realloc's copy volume at N and 4N
+copied() {
+  local name=$1 case=$2 n=$3; shift 3
+  "$gen" "$case" "$work/small.onnx" "$n"
+  "$gen" "$case" "$work/large.onnx" $((4 * n))
+  local size counts=()
+  for size in small large; do
+    rm -f "$work/realloc.txt"
+    timeout -k 5 "$RUN_TIMEOUT" env LD_PRELOAD="$shim" FAIL_IO_REALLOC_STATS="$work/realloc.txt" \
+      "$tool" "$work/$size.onnx" -o "$work/out.onnx" -q "$@" > /dev/null 2> "$work/stderr"
+    local st=$?
+    if [ $st -ne 0 ]; then fail "$name" "run on the $size graph: status $st: $(head -3 "$work/stderr")"; return; fi
+    counts+=("$(sed -n 's/^realloc_bytes_copied //p' "$work/realloc.txt" 2> /dev/null | tail -1)")
+  done
+  local small=${counts[0]:-} large=${counts[1]:-}
+  if [ -z "$small" ] || [ -z "$large" ]; then fail "$name" "the shim reported nothing"; return; fi
+  # below 16 MiB at 4N, growth is not worth a ratio
+  if [ "$large" -lt 16777216 ] || [ $((large * 100 / (small + 1))) -lt 600 ]; then
+    pass "$name: realloc copied $small bytes at N=$n, $large at 4N"
+  else
+    local r=$((large * 100 / (small + 1)))
+    fail "$name" "realloc copied $small bytes at N=$n, $large at 4N: x$((r / 100)).$(printf '%02d' $((r % 100))): an array grows one element at a time"
+  fi
+}
+
+if [ -z "$shim" ] || [ ! -f "$shim" ]; then
+  echo "SKIP realloc copy volume: no failing_io shim given"
+elif is_sanitized "$tool"; then
+  echo "SKIP realloc copy volume: $tool is sanitized (its realloc is the sanitizer's)"
+else
+  copied "realloc copies, chain of Relu and Identity nodes" chain "$chain_n"
+  copied "realloc copies, GRU nodes side by side" many-grus "$grus_n"
+fi
+
+if ! command -v valgrind > /dev/null; then
+  echo "SKIP instruction-count ratios: valgrind is not installed (apt-get install valgrind)"
+elif is_sanitized "$tool"; then
+  echo "SKIP instruction-count ratios: $tool is sanitized (valgrind cannot run it)"
+else
+  linear "chain of Relu and Identity nodes" chain "$chain_n"
+  linear "GRU nodes side by side" many-grus "$grus_n"
+  linear "GRU nodes sharing one name, --name-template '{name}_{slot}'" many-grus-same-name \
+    "$same_n" --name-template '{name}_{slot}'
+fi
+
+# hundreds of thousands of nodes: must finish, and produce a valid model
+"$gen" chain "$work/big.onnx" 200000
+run_tool "$work/big.onnx" -o "$work/big.out.onnx" --check -q
+why=$(crash_report "$status" "$work/stderr")
+if [ -n "$why" ]; then fail "400,000-node graph" "$why"
+elif [ "$status" -ne 0 ]; then fail "400,000-node graph" "exit status $status: $err"
+else pass "400,000-node graph rewritten and checked"; fi
+# many recurrent nodes (fewer under sanitizers, whose realloc always copies:
+# the realloc check above is the one that tells linear from quadratic)
+grus=50000
+is_sanitized "$tool" && grus=5000
+"$gen" many-grus "$work/grus.onnx" "$grus"
+run_tool "$work/grus.onnx" -o "$work/grus.out.onnx" --check -q
+why=$(crash_report "$status" "$work/stderr")
+if [ -n "$why" ]; then fail "$grus GRU nodes" "$why"
+elif [ "$status" -ne 0 ]; then fail "$grus GRU nodes" "exit status $status: $err"
+else pass "$grus GRU nodes rewritten and checked"; fi
+
+finish

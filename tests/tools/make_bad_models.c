@@ -1,0 +1,1660 @@
+/* make-bad-models: writes hostile and edge-case ONNX files for the bad-input
+ * suite (tests/bad_input/) and the fuzzing seed corpus (tests/fuzz/), so that
+ * neither needs Python or the onnx package at test time.
+ *
+ *     make-bad-models --list              the case names, one a line
+ *     make-bad-models CASE FILE [N]       writes case CASE to FILE
+ *     make-bad-models --all DIR           writes every fixed-size case into DIR/CASE.onnx
+ *     make-bad-models --flip IN OUT POS BIT   copies IN with one bit inverted
+ *     make-bad-models --names FILE        prints the graph's inputs, outputs and
+ *                                         initializers of a model, one a line
+ *                                         ("input NAME", "output NAME", ...)
+ *
+ * Most cases are built with the protobuf-c structures and packed; those that
+ * protobuf-c could not represent or would not survive (deep nesting, absurd
+ * length fields) are written directly in the wire format. Every structure is
+ * malloc'd and released with free_unpacked, so the tool itself runs clean
+ * under ASan and valgrind. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.pb-c.h"
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("make-bad-models: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        die("out of memory");
+    return p;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *p = xmalloc(strlen(s) + 1);
+    strcpy(p, s);
+    return p;
+}
+
+static void push(void ***arr, size_t *n, void *item)
+{
+    void **grown = realloc(*arr, (*n + 1) * sizeof *grown);
+    if (!grown)
+        die("out of memory");
+    grown[(*n)++] = item;
+    *arr = grown;
+}
+#define PUSH(arr, n, item) push((void ***)&(arr), &(n), (item))
+
+/* Growable arrays that double, for graphs with hundreds of thousands of nodes. */
+typedef struct vec {
+    void **items;
+    size_t n, cap;
+} vec;
+
+static void vec_push(vec *v, void *item)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 16;
+        v->items = realloc(v->items, v->cap * sizeof *v->items);
+        if (!v->items)
+            die("out of memory");
+    }
+    v->items[v->n++] = item;
+}
+
+/* ---- building models ---------------------------------------------------- */
+
+enum { F32 = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, I64 = ONNX__TENSOR_PROTO__DATA_TYPE__INT64 };
+
+static Onnx__GraphProto *new_graph(const char *name)
+{
+    Onnx__GraphProto *g = xmalloc(sizeof *g);
+    onnx__graph_proto__init(g);
+    g->name = xstrdup(name);
+    return g;
+}
+
+static Onnx__ModelProto *new_model(int64_t opset)
+{
+    Onnx__ModelProto *m = xmalloc(sizeof *m);
+    onnx__model_proto__init(m);
+    m->has_ir_version = 1;
+    m->ir_version = 8;
+    m->producer_name = xstrdup("make-bad-models");
+    Onnx__OperatorSetIdProto *op = xmalloc(sizeof *op);
+    onnx__operator_set_id_proto__init(op);
+    op->domain = xstrdup("");
+    op->has_version = 1;
+    op->version = opset;
+    PUSH(m->opset_import, m->n_opset_import, op);
+    m->graph = new_graph("g");
+    return m;
+}
+
+/* A tensor type; dims is a comma-separated list: a number (a fixed size,
+ * which may be negative or absurd), "?" (a dimension without value), or
+ * anything else (a symbolic dimension). dims NULL: no shape at all. */
+static Onnx__TypeProto *tensor_type(int32_t elem, const char *dims)
+{
+    Onnx__TypeProto *t = xmalloc(sizeof *t);
+    onnx__type_proto__init(t);
+    Onnx__TypeProto__Tensor *tt = xmalloc(sizeof *tt);
+    onnx__type_proto__tensor__init(tt);
+    tt->has_elem_type = 1;
+    tt->elem_type = elem;
+    t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    t->tensor_type = tt;
+    if (!dims)
+        return t;
+    Onnx__TensorShapeProto *shape = xmalloc(sizeof *shape);
+    onnx__tensor_shape_proto__init(shape);
+    tt->shape = shape;
+    char *copy = xstrdup(dims), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        Onnx__TensorShapeProto__Dimension *d = xmalloc(sizeof *d);
+        onnx__tensor_shape_proto__dimension__init(d);
+        char *end;
+        errno = 0;
+        long long v = strtoll(tok, &end, 0);
+        if (!strcmp(tok, "?")) {
+            /* no value */
+        } else if (*end == '\0' && end != tok && errno == 0) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = v;
+        } else {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = xstrdup(tok);
+        }
+        PUSH(shape->dim, shape->n_dim, d);
+    }
+    free(copy);
+    return t;
+}
+
+static Onnx__ValueInfoProto *value_info(const char *name, int32_t elem, const char *dims)
+{
+    Onnx__ValueInfoProto *vi = xmalloc(sizeof *vi);
+    onnx__value_info_proto__init(vi);
+    if (name)
+        vi->name = xstrdup(name);
+    if (elem >= 0)
+        vi->type = tensor_type(elem, dims);
+    return vi;
+}
+
+static void add_input(Onnx__GraphProto *g, const char *name, int32_t elem, const char *dims)
+{
+    PUSH(g->input, g->n_input, value_info(name, elem, dims));
+}
+
+static void add_output(Onnx__GraphProto *g, const char *name, int32_t elem, const char *dims)
+{
+    PUSH(g->output, g->n_output, value_info(name, elem, dims));
+}
+
+static void split_into(const char *list, char ***arr, size_t *n)
+{
+    if (!list)
+        return;
+    const char *p = list;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char *s = xmalloc(len + 1);
+        memcpy(s, p, len);
+        s[len] = '\0';
+        PUSH(*arr, *n, s);
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+}
+
+/* inputs and outputs: comma-separated names; "" entries are empty names. */
+static Onnx__NodeProto *make_node(const char *op, const char *name, const char *inputs,
+                                  const char *outputs)
+{
+    Onnx__NodeProto *n = xmalloc(sizeof *n);
+    onnx__node_proto__init(n);
+    if (op)
+        n->op_type = xstrdup(op);
+    if (name)
+        n->name = xstrdup(name);
+    split_into(inputs, &n->input, &n->n_input);
+    split_into(outputs, &n->output, &n->n_output);
+    return n;
+}
+
+static Onnx__NodeProto *add_node(Onnx__GraphProto *g, const char *op, const char *name,
+                                 const char *inputs, const char *outputs)
+{
+    Onnx__NodeProto *n = make_node(op, name, inputs, outputs);
+    PUSH(g->node, g->n_node, n);
+    return n;
+}
+
+static Onnx__AttributeProto *new_attr(Onnx__NodeProto *n, const char *name,
+                                      Onnx__AttributeProto__AttributeType type)
+{
+    Onnx__AttributeProto *a = xmalloc(sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = xstrdup(name);
+    a->has_type = 1;
+    a->type = type;
+    PUSH(n->attribute, n->n_attribute, a);
+    return a;
+}
+
+static void attr_i(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = new_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1;
+    a->i = v;
+}
+
+static void attr_f(Onnx__NodeProto *n, const char *name, float v)
+{
+    Onnx__AttributeProto *a = new_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    a->has_f = 1;
+    a->f = v;
+}
+
+static void attr_s(Onnx__NodeProto *n, const char *name, const char *v)
+{
+    Onnx__AttributeProto *a = new_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    a->has_s = 1;
+    a->s.len = strlen(v);
+    a->s.data = (uint8_t *)xstrdup(v);
+}
+
+static void attr_g(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
+{
+    Onnx__AttributeProto *a = new_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    a->g = g;
+}
+
+/* A tensor with dims and, when `fill` is not NULL, raw float data of that value. */
+static Onnx__TensorProto *tensor(const char *name, int32_t elem, size_t rank, const int64_t *dims)
+{
+    Onnx__TensorProto *t = xmalloc(sizeof *t);
+    onnx__tensor_proto__init(t);
+    if (name)
+        t->name = xstrdup(name);
+    t->has_data_type = 1;
+    t->data_type = elem;
+    t->n_dims = rank;
+    t->dims = xmalloc(rank * sizeof *t->dims);
+    memcpy(t->dims, dims, rank * sizeof *dims);
+    return t;
+}
+
+static size_t count_of(size_t rank, const int64_t *dims)
+{
+    size_t n = 1;
+    for (size_t i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    return n;
+}
+
+static void set_raw_f32(Onnx__TensorProto *t, size_t count, float first, float step)
+{
+    t->has_raw_data = 1;
+    t->raw_data.len = count * 4;
+    t->raw_data.data = xmalloc(count * 4);
+    for (size_t i = 0; i < count; i++) {
+        float v = first + step * (float)i;
+        memcpy(t->raw_data.data + 4 * i, &v, 4);
+    }
+}
+
+static Onnx__TensorProto *add_init_f32(Onnx__GraphProto *g, const char *name, size_t rank,
+                                       const int64_t *dims, float first, float step)
+{
+    Onnx__TensorProto *t = tensor(name, F32, rank, dims);
+    set_raw_f32(t, count_of(rank, dims), first, step);
+    PUSH(g->initializer, g->n_initializer, t);
+    return t;
+}
+
+static Onnx__TensorProto *add_init_i64(Onnx__GraphProto *g, const char *name, size_t n,
+                                       const int64_t *values)
+{
+    int64_t dims[1] = { (int64_t)n };
+    Onnx__TensorProto *t = tensor(name, I64, 1, dims);
+    t->n_int64_data = n;
+    t->int64_data = xmalloc(n * sizeof *t->int64_data);
+    memcpy(t->int64_data, values, n * sizeof *values);
+    PUSH(g->initializer, g->n_initializer, t);
+    return t;
+}
+
+static int gates_of(const char *op)
+{
+    return !strcmp(op, "LSTM") ? 4 : !strcmp(op, "GRU") ? 3 : 1;
+}
+
+/* A recurrent node reading graph input X [T,B,I] (`xdims`), with weights
+ * W, R (and B) as initializers for hidden size `h` (or as graph inputs whose
+ * shapes are declared only, when h is too large to hold), writing Y. */
+typedef struct rnn_spec {
+    const char *op;      /* "RNN", "GRU", "LSTM" */
+    const char *xdims;   /* X's declared dims, NULL for no shape */
+    int64_t h;           /* hidden size used for the weights */
+    int64_t input;       /* input size */
+    int64_t directions;  /* 1 or 2 */
+    int hidden_attr;     /* 0: no hidden_size attribute, 1: INT attribute with value attr_value */
+    int64_t attr_value;
+    int weights_declared_only; /* W and R as graph inputs with declared shapes, no data */
+    const char *inputs;  /* the node's inputs; NULL: "X,W,R" */
+    const char *outputs; /* NULL: "Y" */
+    const char *name;
+} rnn_spec;
+
+/* a * b, or INT64_MAX when that overflows (absurd sizes stay absurd) */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static Onnx__NodeProto *add_rnn(Onnx__ModelProto *m, const rnn_spec *s)
+{
+    Onnx__GraphProto *g = m->graph;
+    int64_t d = s->directions ? s->directions : 1, gates = gates_of(s->op);
+    if (s->xdims || !s->inputs)
+        add_input(g, "X", F32, s->xdims);
+    if (s->weights_declared_only) {
+        char w[128], r[128];
+        snprintf(w, sizeof w, "%lld,%lld,%lld", (long long)d, (long long)sat_mul(gates, s->h),
+                 (long long)s->input);
+        snprintf(r, sizeof r, "%lld,%lld,%lld", (long long)d, (long long)sat_mul(gates, s->h),
+                 (long long)s->h);
+        add_input(g, "W", F32, w);
+        add_input(g, "R", F32, r);
+    } else {
+        int64_t wd[3] = { d, gates * s->h, s->input }, rd[3] = { d, gates * s->h, s->h };
+        add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
+        add_init_f32(g, "R", 3, rd, -0.02f, 0.0005f);
+    }
+    Onnx__NodeProto *n = add_node(g, s->op, s->name ? s->name : "rnn", s->inputs ? s->inputs : "X,W,R",
+                                  s->outputs ? s->outputs : "Y");
+    if (s->hidden_attr)
+        attr_i(n, "hidden_size", s->attr_value);
+    if (d == 2)
+        attr_s(n, "direction", "bidirectional");
+    if (!s->outputs)
+        add_output(g, "Y", F32, NULL);
+    return n;
+}
+
+/* The common good case: a GRU over X [T, 2, 4] with hidden size 8. */
+static Onnx__ModelProto *plain_rnn(const char *op)
+{
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = op, .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8 };
+    add_rnn(m, &s);
+    return m;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static void write_bytes(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    if (fwrite(data, 1, size, f) != size || fclose(f) != 0)
+        die("%s: cannot write", path);
+}
+
+static void write_message(const char *path, const ProtobufCMessage *msg)
+{
+    size_t n = protobuf_c_message_get_packed_size(msg);
+    unsigned char *buf = xmalloc(n);
+    if (protobuf_c_message_pack(msg, buf) != n)
+        die("%s: packing failed", path);
+    write_bytes(path, buf, n);
+    free(buf);
+}
+
+static void write_model(const char *path, Onnx__ModelProto *m)
+{
+    write_message(path, &m->base);
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
+/* ---- the wire format, built back to front --------------------------------- */
+
+typedef struct wbuf {
+    unsigned char *data; /* content lives at data[start, cap) */
+    size_t start, cap;
+} wbuf;
+
+static void wb_reserve(wbuf *b, size_t extra)
+{
+    if (b->start >= extra)
+        return;
+    size_t used = b->cap - b->start, cap = b->cap ? b->cap : 64;
+    while (cap - used < extra)
+        cap *= 2;
+    unsigned char *d = xmalloc(cap);
+    if (used)
+        memcpy(d + cap - used, b->data + b->start, used);
+    free(b->data);
+    b->data = d;
+    b->start = cap - used;
+    b->cap = cap;
+}
+
+static size_t wb_len(const wbuf *b)
+{
+    return b->cap - b->start;
+}
+
+static void wb_bytes(wbuf *b, const void *p, size_t n)
+{
+    if (!n)
+        return;
+    wb_reserve(b, n);
+    b->start -= n;
+    memcpy(b->data + b->start, p, n);
+}
+
+static void wb_varint(wbuf *b, uint64_t v)
+{
+    unsigned char tmp[10];
+    size_t n = 0;
+    do {
+        tmp[n] = (unsigned char)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            tmp[n] |= 0x80;
+        n++;
+    } while (v);
+    wb_bytes(b, tmp, n);
+}
+
+/* Prepends the key and length of a length-delimited field whose content is
+ * everything after `mark` bytes from the end. */
+static void wb_wrap(wbuf *b, unsigned field, size_t content_len)
+{
+    wb_varint(b, content_len);
+    wb_varint(b, (uint64_t)field << 3 | 2);
+}
+
+static void wb_string(wbuf *b, unsigned field, const char *s)
+{
+    wb_bytes(b, s, strlen(s));
+    wb_wrap(b, field, strlen(s));
+}
+
+static void wb_int(wbuf *b, unsigned field, uint64_t v)
+{
+    wb_varint(b, v);
+    wb_varint(b, (uint64_t)field << 3);
+}
+
+/* ModelProto header around a serialized GraphProto already in b. */
+static void wb_model_around_graph(wbuf *b)
+{
+    wb_wrap(b, 7, wb_len(b)); /* graph */
+    size_t before = wb_len(b);
+    wb_int(b, 2, 17);         /* OperatorSetIdProto.version */
+    wb_wrap(b, 8, wb_len(b) - before);
+    wb_int(b, 1, 8);          /* ir_version */
+}
+
+static void write_wbuf(const char *path, wbuf *b)
+{
+    write_bytes(path, b->data ? b->data + b->start : (const unsigned char *)"", wb_len(b));
+    free(b->data);
+}
+
+/* `levels` If nodes, each holding the next in its then_branch. */
+static void nested_if(const char *path, long levels)
+{
+    wbuf b = { 0 };
+    /* the innermost graph: one Identity node */
+    wb_string(&b, 4, "Identity"); /* NodeProto.op_type */
+    wb_string(&b, 2, "y");
+    wb_string(&b, 1, "x");
+    wb_wrap(&b, 1, wb_len(&b)); /* GraphProto.node */
+    for (long i = 0; i < levels; i++) {
+        size_t graph_len = wb_len(&b);
+        wb_wrap(&b, 6, graph_len);              /* AttributeProto.g */
+        wb_int(&b, 20, 5);                      /* AttributeProto.type = GRAPH */
+        wb_string(&b, 1, "then_branch");        /* AttributeProto.name */
+        wb_wrap(&b, 5, wb_len(&b));             /* NodeProto.attribute */
+        size_t attr_end = wb_len(&b);
+        wb_string(&b, 4, "If");
+        wb_string(&b, 2, "out");
+        wb_string(&b, 1, "cond");
+        wb_wrap(&b, 1, wb_len(&b));             /* GraphProto.node */
+        (void)attr_end;
+    }
+    wb_model_around_graph(&b);
+    write_wbuf(path, &b);
+}
+
+/* A graph input whose type is a sequence of a sequence of ... `levels` deep. */
+static void nested_sequence(const char *path, long levels)
+{
+    wbuf b = { 0 };
+    wb_int(&b, 1, 1);              /* TypeProto.Tensor.elem_type = FLOAT */
+    wb_wrap(&b, 1, wb_len(&b));    /* TypeProto.tensor_type */
+    for (long i = 0; i < levels; i++) {
+        wb_wrap(&b, 1, wb_len(&b)); /* TypeProto.Sequence.elem_type */
+        wb_wrap(&b, 4, wb_len(&b)); /* TypeProto.sequence_type */
+    }
+    wb_wrap(&b, 2, wb_len(&b));    /* ValueInfoProto.type */
+    wb_string(&b, 1, "x");         /* ValueInfoProto.name */
+    wb_wrap(&b, 11, wb_len(&b));   /* GraphProto.input */
+    wb_model_around_graph(&b);
+    write_wbuf(path, &b);
+}
+
+/* A graph field whose length claims 2^60 bytes. */
+static void exabyte_length(const char *path)
+{
+    unsigned char bytes[32];
+    size_t n = 0;
+    bytes[n++] = 0x08; /* ir_version = 8 */
+    bytes[n++] = 0x08;
+    bytes[n++] = 0x3a; /* graph, length-delimited */
+    uint64_t v = (uint64_t)1 << 60;
+    do {
+        bytes[n] = (unsigned char)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            bytes[n] |= 0x80;
+        n++;
+    } while (v);
+    bytes[n++] = 0x0a; /* a node, empty */
+    bytes[n++] = 0x00;
+    write_bytes(path, bytes, n);
+}
+
+/* A length inside the graph that runs past the graph but not past the file. */
+static void inner_length_overrun(const char *path)
+{
+    wbuf b = { 0 };
+    wb_string(&b, 4, "Relu");
+    /* NodeProto claims 200 bytes; the graph holds fewer */
+    wb_varint(&b, 200);
+    wb_varint(&b, 1 << 3 | 2);
+    wb_model_around_graph(&b);
+    /* padding after the graph so that 200 bytes exist in the file */
+    unsigned char pad[256];
+    memset(pad, 0, sizeof pad);
+    size_t len = wb_len(&b);
+    unsigned char *all = xmalloc(len + sizeof pad);
+    memcpy(all, b.data + b.start, len);
+    /* 0x00 is an invalid key (field 0): if anything reads the padding, it fails */
+    memcpy(all + len, pad, sizeof pad);
+    write_bytes(path, all, len + sizeof pad);
+    free(all);
+    free(b.data);
+}
+
+/* A varint of eleven bytes (0xff ...): longer than any 64-bit value. */
+static void overlong_varint(const char *path)
+{
+    unsigned char bytes[16] = { 0x08 };
+    memset(bytes + 1, 0xff, 11);
+    bytes[12] = 0x01;
+    write_bytes(path, bytes, 13);
+}
+
+/* ---- the cases ------------------------------------------------------------ */
+
+static Onnx__ModelProto *gru_named_slots(void)
+{
+    /* GRU_0_initial_h is already a graph input (read by a Relu) and GRU_0_Y_h
+     * a value, so the generated names must step aside */
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    Onnx__GraphProto *g = m->graph;
+    add_input(g, "GRU_0_initial_h", F32, "1,2,8");
+    add_node(g, "Relu", "r1", "GRU_0_initial_h", "relu_out");
+    add_output(g, "relu_out", F32, "1,2,8");
+    add_node(g, "Relu", "r2", "X", "GRU_0_Y_h");
+    add_output(g, "GRU_0_Y_h", F32, NULL);
+    return m;
+}
+
+typedef void (*case_fn)(const char *path, long n);
+
+static void c_tensor(const char *path, long n)
+{
+    (void)n;
+    int64_t dims[3] = { 1, 2, 8 };
+    Onnx__TensorProto *t = tensor("initial_h", F32, 3, dims);
+    set_raw_f32(t, 16, 0.5f, 0.0f);
+    write_message(path, &t->base);
+    onnx__tensor_proto__free_unpacked(t, NULL);
+}
+
+static void c_no_graph(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    onnx__graph_proto__free_unpacked(m->graph, NULL);
+    m->graph = NULL;
+    write_model(path, m);
+}
+
+static void c_no_ir_version(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    m->has_ir_version = 0;
+    write_model(path, m);
+}
+
+static void c_exabyte(const char *path, long n)
+{
+    (void)n;
+    exabyte_length(path);
+}
+
+static void c_inner_overrun(const char *path, long n)
+{
+    (void)n;
+    inner_length_overrun(path);
+}
+
+static void c_overlong_varint(const char *path, long n)
+{
+    (void)n;
+    overlong_varint(path);
+}
+
+static void c_nested_if(const char *path, long n)
+{
+    nested_if(path, n ? n : 100000);
+}
+
+static void c_nested_seq(const char *path, long n)
+{
+    nested_sequence(path, n ? n : 100000);
+}
+
+/* `levels` nested If nodes (built as structures) with an LSTM in the
+ * innermost branch that reads the outer X: within the nesting limit. With
+ * drop_else, the outermost If has no else_branch (an invalid model). */
+static Onnx__ModelProto *nested_if_model(long levels, int drop_else)
+{
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__GraphProto *g = m->graph;
+    add_input(g, "X", F32, "T,2,4");
+    add_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    int64_t wd[3] = { 1, 32, 4 }, rd[3] = { 1, 32, 8 };
+    add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
+    add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
+    Onnx__GraphProto *inner = new_graph("inner");
+    Onnx__NodeProto *lstm = add_node(inner, "LSTM", "deep_lstm", "X,W,R", "Y");
+    attr_i(lstm, "hidden_size", 8);
+    PUSH(inner->output, inner->n_output, value_info("Y", F32, NULL));
+    for (long i = 0; i < levels; i++) {
+        char out[32], name[32];
+        snprintf(out, sizeof out, "if_out_%ld", i);
+        snprintf(name, sizeof name, "if_%ld", i);
+        Onnx__GraphProto *outer = i + 1 < levels ? new_graph("branch") : g;
+        Onnx__NodeProto *node = add_node(outer, "If", name, "cond", out);
+        attr_g(node, "then_branch", inner);
+        if (!(drop_else && outer == g)) {
+            Onnx__GraphProto *other = new_graph("else");
+            char else_out[32];
+            snprintf(else_out, sizeof else_out, "else_out_%ld", i);
+            add_node(other, "Identity", NULL, "X", else_out);
+            PUSH(other->output, other->n_output, value_info(else_out, F32, NULL));
+            attr_g(node, "else_branch", other);
+        }
+        if (outer != g)
+            PUSH(outer->output, outer->n_output, value_info(out, F32, NULL));
+        else
+            add_output(g, out, F32, NULL);
+        inner = outer;
+    }
+    return m;
+}
+
+static void c_nested_if_ok(const char *path, long n)
+{
+    write_model(path, nested_if_model(n ? n : 40, 0));
+}
+
+/* the LSTM sits in an If's then_branch; that If has no else_branch */
+static void c_if_missing_else(const char *path, long n)
+{
+    (void)n;
+    write_model(path, nested_if_model(1, 1));
+}
+
+/* the same one level up: the LSTM's If is complete, the If around it is not */
+static void c_if_missing_else_nested(const char *path, long n)
+{
+    (void)n;
+    write_model(path, nested_if_model(2, 1));
+}
+
+static void huge(const char *path, const char *op, const char *xdims, int64_t h, int64_t dirs)
+{
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = op, .xdims = xdims, .h = h, .input = 4, .directions = dirs,
+                   .hidden_attr = 1, .attr_value = h, .weights_declared_only = 1 };
+    add_rnn(m, &s);
+    write_model(path, m);
+}
+
+/* batch 2^30, hidden 2^40: a 2^72-byte state, to be refused, not allocated */
+static void c_huge_dims(const char *path, long n)
+{
+    (void)n;
+    huge(path, "LSTM", "5,1073741824,4", (int64_t)1 << 40, 1);
+}
+
+/* batch and hidden 2^62, bidirectional: the element count overflows 64 bits */
+static void c_huge_overflow(const char *path, long n)
+{
+    (void)n;
+    huge(path, "GRU", "5,4611686018427387904,4", (int64_t)1 << 62, 2);
+}
+
+/* dynamic batch, hidden 2^40: even one batch entry is 4 TiB */
+static void c_huge_hidden(const char *path, long n)
+{
+    (void)n;
+    huge(path, "RNN", "T,N,4", (int64_t)1 << 40, 1);
+}
+
+/* hidden INT64_MAX: 4 * hidden overflows in any gate arithmetic */
+static void c_hidden_int64_max(const char *path, long n)
+{
+    (void)n;
+    huge(path, "LSTM", "T,2,4", INT64_MAX, 1);
+}
+
+static void hidden_variant(const char *path, int64_t attr, int with_attr, int r_shape_known)
+{
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = with_attr,
+                   .attr_value = attr, .weights_declared_only = 1 };
+    add_rnn(m, &s);
+    if (!r_shape_known) {
+        /* R without any shape */
+        Onnx__GraphProto *g = m->graph;
+        for (size_t i = 0; i < g->n_input; i++)
+            if (!strcmp(g->input[i]->name, "R")) {
+                onnx__type_proto__free_unpacked(g->input[i]->type, NULL);
+                g->input[i]->type = tensor_type(F32, NULL);
+            }
+    }
+    write_model(path, m);
+}
+
+static void c_hidden_negative(const char *path, long n)
+{
+    (void)n;
+    hidden_variant(path, -5, 1, 0);
+}
+
+static void c_hidden_negative_r_known(const char *path, long n)
+{
+    (void)n;
+    hidden_variant(path, -5, 1, 1);
+}
+
+static void c_hidden_zero(const char *path, long n)
+{
+    (void)n;
+    hidden_variant(path, 0, 1, 0);
+}
+
+static void c_hidden_missing(const char *path, long n)
+{
+    (void)n;
+    hidden_variant(path, 0, 0, 0);
+}
+
+/* no hidden_size attribute: R's declared shape [1, 24, 8] gives it */
+static void c_hidden_from_r(const char *path, long n)
+{
+    (void)n;
+    hidden_variant(path, 0, 0, 1);
+}
+
+/* no hidden_size, R's declared shape has a negative last dimension */
+static void c_r_negative_dim(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__GraphProto *g = m->graph;
+    add_input(g, "X", F32, "T,2,4");
+    add_input(g, "W", F32, "1,24,4");
+    add_input(g, "R", F32, "1,24,-8");
+    add_node(g, "GRU", "gru", "X,W,R", "Y");
+    add_output(g, "Y", F32, NULL);
+    write_model(path, m);
+}
+
+/* X declared with negative and absurd dims */
+static void c_x_negative_dims(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "LSTM", .xdims = "-5,-3,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8 };
+    add_rnn(m, &s);
+    write_model(path, m);
+}
+
+static void c_x_no_shape(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "RNN", .xdims = NULL, .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8 };
+    add_rnn(m, &s);
+    write_model(path, m);
+}
+
+static void c_x_rank1(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "GRU", .xdims = "7", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8 };
+    add_rnn(m, &s);
+    write_model(path, m);
+}
+
+/* X is a graph input without any type */
+static void c_x_no_type(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__GraphProto *g = m->graph;
+    PUSH(g->input, g->n_input, value_info("X", -1, NULL));
+    int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
+    add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
+    add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
+    add_node(g, "GRU", "gru", "X,W,R", "Y");
+    add_output(g, "Y", F32, NULL);
+    write_model(path, m);
+}
+
+static void c_too_few_inputs(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .inputs = "X,W" };
+    add_rnn(m, &s);
+    write_model(path, m);
+}
+
+static void c_no_inputs(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__NodeProto *node = add_node(m->graph, "GRU", "gru", NULL, "Y");
+    attr_i(node, "hidden_size", 8);
+    add_output(m->graph, "Y", F32, NULL);
+    write_model(path, m);
+}
+
+static void c_empty_x(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .inputs = ",W,R" };
+    add_rnn(m, &s);
+    write_model(path, m);
+}
+
+static void c_no_outputs(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .outputs = "" };
+    Onnx__NodeProto *node = add_rnn(m, &s);
+    /* no outputs at all, not even an empty name */
+    for (size_t i = 0; i < node->n_output; i++)
+        free(node->output[i]);
+    free(node->output);
+    node->output = NULL;
+    node->n_output = 0;
+    write_model(path, m);
+}
+
+/* hidden_size given as a STRING attribute, direction as an INT, layout as a FLOAT */
+static void c_wrong_attr_types(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4 };
+    Onnx__NodeProto *node = add_rnn(m, &s);
+    attr_s(node, "hidden_size", "eight");
+    attr_i(node, "direction", 2);
+    attr_f(node, "layout", 1.0f);
+    write_model(path, m);
+}
+
+/* attributes whose type says one thing and whose fields another */
+static void c_attr_type_mismatch(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    Onnx__NodeProto *node = m->graph->node[0];
+    /* hidden_size: type INT but only f set */
+    Onnx__AttributeProto *a = node->attribute[0];
+    a->has_i = 0;
+    a->has_f = 1;
+    a->f = 8.0f;
+    /* direction: type STRING without s */
+    new_attr(node, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    /* layout: type INTS, no ints */
+    new_attr(node, "layout", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    /* an If elsewhere whose then_branch is typed GRAPH but has no graph */
+    Onnx__NodeProto *iff = add_node(m->graph, "If", "if", "c", "o");
+    new_attr(iff, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    new_attr(iff, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS);
+    write_model(path, m);
+}
+
+static void c_direction_bogus(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("RNN");
+    attr_s(m->graph->node[0], "direction", "sideways");
+    attr_i(m->graph->node[0], "layout", 7);
+    write_model(path, m);
+}
+
+/* nodes, values and tensors without names or op_type (NULL strings) */
+static void c_null_strings(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("LSTM");
+    Onnx__GraphProto *g = m->graph;
+    add_node(g, NULL, NULL, "X", "");
+    PUSH(g->input, g->n_input, value_info(NULL, F32, "1"));
+    PUSH(g->value_info, g->n_value_info, value_info(NULL, -1, NULL));
+    int64_t d[1] = { 1 };
+    Onnx__TensorProto *t = tensor(NULL, F32, 1, d);
+    PUSH(g->initializer, g->n_initializer, t);
+    free(g->name);
+    g->name = NULL;
+    free(g->node[0]->name);
+    g->node[0]->name = NULL;
+    free(m->opset_import[0]->domain);
+    m->opset_import[0]->domain = NULL;
+    write_model(path, m);
+}
+
+static void c_dup_value(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    add_node(m->graph, "Relu", "a", "X", "x");
+    add_node(m->graph, "Sigmoid", "b", "X", "x");
+    write_model(path, m);
+}
+
+static void c_dup_input(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    add_input(m->graph, "X", F32, "T,2,4");
+    write_model(path, m);
+}
+
+static void c_dup_initializer(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    int64_t d[1] = { 1 };
+    add_init_f32(m->graph, "W", 1, d, 1.0f, 0.0f);
+    write_model(path, m);
+}
+
+static void c_dup_output(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    add_output(m->graph, "Y", F32, NULL);
+    write_model(path, m);
+}
+
+/* a node writes the value that a graph input already names */
+static void c_node_overwrites_input(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    add_node(m->graph, "Relu", "a", "Y", "X");
+    write_model(path, m);
+}
+
+static void c_collide(const char *path, long n)
+{
+    (void)n;
+    write_model(path, gru_named_slots());
+}
+
+/* GRU_0_initial_h and GRU_0_initial_h_1 both taken */
+static void c_collide_twice(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = gru_named_slots();
+    add_node(m->graph, "Relu", "r3", "X", "GRU_0_initial_h_1");
+    add_output(m->graph, "GRU_0_initial_h_1", F32, NULL);
+    write_model(path, m);
+}
+
+/* GRU_0_initial_h is a value inside an If's branch only */
+static void c_collide_subgraph(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    Onnx__GraphProto *g = m->graph;
+    add_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    Onnx__GraphProto *then = new_graph("then");
+    add_node(then, "Relu", "inner", "X", "GRU_0_initial_h");
+    PUSH(then->output, then->n_output, value_info("GRU_0_initial_h", F32, NULL));
+    Onnx__GraphProto *other = new_graph("else");
+    add_node(other, "Sigmoid", "inner2", "X", "GRU_0_Y_h");
+    PUSH(other->output, other->n_output, value_info("GRU_0_Y_h", F32, NULL));
+    Onnx__NodeProto *iff = add_node(g, "If", "if", "cond", "if_out");
+    attr_g(iff, "then_branch", then);
+    attr_g(iff, "else_branch", other);
+    add_output(g, "if_out", F32, NULL);
+    write_model(path, m);
+}
+
+/* initial_h is the GRU's own Y_h: a cycle */
+static void c_cycle_self(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .inputs = "X,W,R,,,Y_h", .outputs = "Y,Y_h" };
+    add_rnn(m, &s);
+    add_output(m->graph, "Y", F32, NULL);
+    write_model(path, m);
+}
+
+/* initial_h comes from two Identity nodes that read each other; X from two
+ * Relu nodes that read each other */
+static void c_cycle_identity(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__GraphProto *g = m->graph;
+    add_node(g, "Identity", "i1", "b", "a");
+    add_node(g, "Identity", "i2", "a", "b");
+    add_node(g, "Relu", "x1", "x2", "x1");
+    add_node(g, "Relu", "x2", "x1", "x2");
+    int64_t wd[3] = { 1, 32, 4 }, rd[3] = { 1, 32, 8 };
+    add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
+    add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
+    Onnx__NodeProto *node = add_node(g, "LSTM", "lstm", "x1,W,R,,,a,b", "Y");
+    attr_i(node, "hidden_size", 8);
+    add_output(g, "Y", F32, NULL);
+    write_model(path, m);
+}
+
+/* initial_h is an initializer whose raw data does not match its dims */
+static void c_initializer_bad_data(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .inputs = "X,W,R,,,h0" };
+    add_rnn(m, &s);
+    int64_t d[3] = { 1, 2, 8 };
+    Onnx__TensorProto *t = tensor("h0", F32, 3, d);
+    set_raw_f32(t, 3, 1.0f, 0.0f); /* 12 bytes for 16 floats */
+    PUSH(m->graph->initializer, m->graph->n_initializer, t);
+    write_model(path, m);
+}
+
+/* initial_h is an initializer with absurd dims and no data */
+static void c_initializer_huge_dims(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .inputs = "X,W,R,,,h0" };
+    add_rnn(m, &s);
+    int64_t d[3] = { 1, (int64_t)1 << 40, (int64_t)1 << 40 };
+    PUSH(m->graph->initializer, m->graph->n_initializer, tensor("h0", F32, 3, d));
+    write_model(path, m);
+}
+
+/* initial_h is stored in an external file at `location` */
+static void external_at(const char *path, const char *location)
+{
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .inputs = "X,W,R,,,h0" };
+    add_rnn(m, &s);
+    int64_t d[3] = { 1, 2, 8 };
+    Onnx__TensorProto *t = tensor("h0", F32, 3, d);
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    Onnx__StringStringEntryProto *e = xmalloc(sizeof *e);
+    onnx__string_string_entry_proto__init(e);
+    e->key = xstrdup("location");
+    e->value = xstrdup(location);
+    PUSH(t->external_data, t->n_external_data, e);
+    e = xmalloc(sizeof *e);
+    onnx__string_string_entry_proto__init(e);
+    e->key = xstrdup("length");
+    e->value = xstrdup("18446744073709551615");
+    PUSH(t->external_data, t->n_external_data, e);
+    PUSH(m->graph->initializer, m->graph->n_initializer, t);
+    write_model(path, m);
+}
+
+/* ... in a file far outside the model's directory */
+static void c_initializer_external(const char *path, long n)
+{
+    (void)n;
+    external_at(path, "../../../../../../../../etc/shadow");
+}
+
+static void c_external_absolute(const char *path, long n)
+{
+    (void)n;
+    external_at(path, "/etc/passwd");
+}
+
+static void c_external_missing(const char *path, long n)
+{
+    (void)n;
+    external_at(path, "no-such-weights.bin");
+}
+
+/* initial_h = ConstantOfShape([1, 2^30, 2^40]) and initial_c = Expand of a
+ * non-uniform constant to an absurd shape */
+static void c_constant_huge_shape(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .inputs = "X,W,R,,,h0,c0" };
+    add_rnn(m, &s);
+    Onnx__GraphProto *g = m->graph;
+    int64_t shape[3] = { 1, (int64_t)1 << 30, (int64_t)1 << 40 };
+    add_init_i64(g, "huge_shape", 3, shape);
+    add_node(g, "ConstantOfShape", "cos", "huge_shape", "h0");
+    int64_t pd[3] = { 1, 1, 8 };
+    add_init_f32(g, "pattern", 3, pd, 1.0f, 1.0f);
+    add_node(g, "Expand", "exp", "pattern,huge_shape", "c0");
+    write_model(path, m);
+}
+
+/* initial_h is a STRING initializer; initial_c an INT64 one */
+static void c_initializer_wrong_type(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+                   .attr_value = 8, .inputs = "X,W,R,,,h0,c0" };
+    add_rnn(m, &s);
+    int64_t d[3] = { 1, 2, 8 };
+    Onnx__TensorProto *t = tensor("h0", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 3, d);
+    PUSH(m->graph->initializer, m->graph->n_initializer, t);
+    int64_t vals[16] = { 0 };
+    Onnx__TensorProto *c = add_init_i64(m->graph, "c0", 16, vals);
+    free(c->dims);
+    c->dims = xmalloc(3 * sizeof *c->dims);
+    memcpy(c->dims, d, sizeof d);
+    c->n_dims = 3;
+    write_model(path, m);
+}
+
+/* a model with no opset_import at all */
+static void c_no_opset(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    for (size_t i = 0; i < m->n_opset_import; i++)
+        onnx__operator_set_id_proto__free_unpacked(m->opset_import[i], NULL);
+    free(m->opset_import);
+    m->opset_import = NULL;
+    m->n_opset_import = 0;
+    write_model(path, m);
+}
+
+/* ir_version 3 and opset 7 (no Expand yet); the rewrite must cope */
+static void c_old_opset(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("LSTM");
+    m->ir_version = 3;
+    m->opset_import[0]->version = 7;
+    write_model(path, m);
+}
+
+/* an LSTM inside an If branch, reading the outer X */
+static void c_rnn_in_subgraph(const char *path, long n)
+{
+    (void)n;
+    c_nested_if_ok(path, 1);
+}
+
+/* unknown fields (from a newer ONNX) must survive the rewrite: the model
+ * carries field 99 with the text "canary-unknown-field" */
+static void c_unknown_fields(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    size_t size = onnx__model_proto__get_packed_size(m);
+    unsigned char *buf = xmalloc(size + 64);
+    onnx__model_proto__pack(m, buf);
+    const char canary[] = "canary-unknown-field";
+    buf[size++] = 0x9a; /* field 99, length-delimited: (99 << 3 | 2) = 794 */
+    buf[size++] = 0x06;
+    buf[size++] = (unsigned char)(sizeof canary - 1);
+    memcpy(buf + size, canary, sizeof canary - 1);
+    size += sizeof canary - 1;
+    write_bytes(path, buf, size);
+    free(buf);
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
+/* The good models the suite also needs. */
+static void c_good_gru(const char *path, long n)
+{
+    (void)n;
+    write_model(path, plain_rnn("GRU"));
+}
+
+static void c_good_lstm(const char *path, long n)
+{
+    (void)n;
+    write_model(path, plain_rnn("LSTM"));
+}
+
+/* A GRU with hidden size 128 over 256 inputs: W alone is 384 KiB, above the
+ * 64 KiB from which the loader leaves initializers in the file (lazy_scan.c).
+ * N: the number of such GRUs (default 1), for more lazy initializers. */
+static void c_big_weights(const char *path, long n)
+{
+    long count = n ? n : 1;
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__GraphProto *g = m->graph;
+    add_input(g, "X", F32, "T,B,256");
+    for (long i = 0; i < count; i++) {
+        char w[32], r[32], b[32], y[32], name[32], inputs[128];
+        snprintf(w, sizeof w, "W%ld", i);
+        snprintf(r, sizeof r, "R%ld", i);
+        snprintf(b, sizeof b, "B%ld", i);
+        snprintf(y, sizeof y, "Y%ld", i);
+        snprintf(name, sizeof name, "gru%ld", i);
+        int64_t wd[3] = { 1, 384, 256 }, rd[3] = { 1, 384, 128 }, bd[2] = { 1, 768 };
+        add_init_f32(g, w, 3, wd, 0.001f, 1e-6f);
+        add_init_f32(g, r, 3, rd, -0.001f, 1e-6f);
+        add_init_f32(g, b, 2, bd, 0.0f, 0.0f);
+        snprintf(inputs, sizeof inputs, "X,%s,%s,%s", w, r, b);
+        Onnx__NodeProto *node = add_node(g, "GRU", name, inputs, y);
+        attr_i(node, "hidden_size", 128);
+        add_output(g, y, F32, NULL);
+    }
+    write_model(path, m);
+}
+
+/* A GRU whose W (384 KiB) ends with a string_data field in the wrong wire
+ * type (a varint instead of a length-delimited string): the framing is
+ * sound, the content is not, and protobuf-c refuses it. W is larger than
+ * the lazy threshold (64 KiB), so the loader leaves its data fields in the
+ * file (lazy_scan.c) and protobuf-c never sees them. */
+static void c_lazy_corrupt_initializer(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = new_model(17);
+    rnn_spec spec = { .op = "GRU", .xdims = "T,B,256", .h = 128, .input = 256, .hidden_attr = 1,
+                      .attr_value = 128 };
+    add_rnn(m, &spec);
+    Onnx__GraphProto *g = m->graph;
+    /* take W out of the graph: it is appended by hand */
+    Onnx__TensorProto *w = g->initializer[0];
+    memmove(g->initializer, g->initializer + 1, (g->n_initializer - 1) * sizeof *g->initializer);
+    g->n_initializer--;
+    size_t wn = onnx__tensor_proto__get_packed_size(w);
+    unsigned char *wbytes = xmalloc(wn + 2);
+    onnx__tensor_proto__pack(w, wbytes);
+    onnx__tensor_proto__free_unpacked(w, NULL);
+    wbytes[wn++] = 6 << 3 | 0; /* field 6 (string_data), wire type 0 */
+    wbytes[wn++] = 0;
+    m->graph = NULL;
+    size_t gn = onnx__graph_proto__get_packed_size(g), mn = onnx__model_proto__get_packed_size(m);
+    wbuf b = { 0 };
+    wb_bytes(&b, wbytes, wn);
+    wb_wrap(&b, 5, wn); /* GraphProto.initializer */
+    unsigned char *gbytes = xmalloc(gn);
+    onnx__graph_proto__pack(g, gbytes);
+    wb_bytes(&b, gbytes, gn);
+    wb_wrap(&b, 7, wb_len(&b)); /* ModelProto.graph */
+    unsigned char *mbytes = xmalloc(mn);
+    onnx__model_proto__pack(m, mbytes);
+    wb_bytes(&b, mbytes, mn);
+    write_wbuf(path, &b);
+    free(wbytes);
+    free(gbytes);
+    free(mbytes);
+    onnx__graph_proto__free_unpacked(g, NULL);
+    onnx__model_proto__free_unpacked(m, NULL);
+}
+
+/* ---- big graphs, for the linear-time checks --------------------------------- */
+
+/* X -> N Relu nodes -> a GRU whose X is the end of the chain; initial_h ->
+ * N Identity nodes from a zero constant. Both chains are walked by the
+ * analysis (batch inference, state tracing). */
+static void c_chain(const char *path, long n)
+{
+    long count = n ? n : 100000;
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__GraphProto *g = m->graph;
+    vec nodes = { 0 };
+    add_input(g, "X", F32, "T,B,4");
+    char in[32], out[32];
+    snprintf(in, sizeof in, "X");
+    for (long i = 0; i < count; i++) {
+        snprintf(out, sizeof out, "x%ld", i);
+        vec_push(&nodes, make_node("Relu", out, in, out));
+        snprintf(in, sizeof in, "%s", out);
+    }
+    char x_end[32];
+    snprintf(x_end, sizeof x_end, "%s", in);
+    int64_t zero_dims[3] = { 1, 1, 8 };
+    add_init_f32(g, "h_zero", 3, zero_dims, 0.0f, 0.0f);
+    snprintf(in, sizeof in, "h_zero");
+    for (long i = 0; i < count; i++) {
+        snprintf(out, sizeof out, "h%ld", i);
+        vec_push(&nodes, make_node("Identity", out, in, out));
+        snprintf(in, sizeof in, "%s", out);
+    }
+    int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
+    add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
+    add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
+    char inputs[128];
+    snprintf(inputs, sizeof inputs, "%s,W,R,,,%s", x_end, in);
+    Onnx__NodeProto *gru = make_node("GRU", "gru", inputs, "Y");
+    attr_i(gru, "hidden_size", 8);
+    vec_push(&nodes, gru);
+    add_output(g, "Y", F32, NULL);
+    g->node = (Onnx__NodeProto **)nodes.items;
+    g->n_node = nodes.n;
+    write_model(path, m);
+}
+
+/* N GRU nodes side by side, all reading X, sharing W and R: N state pairs to
+ * add and name. With n_same_name, every node is called "g" (for the
+ * {name} name template). */
+static void many_grus(const char *path, long n, int same_name)
+{
+    long count = n ? n : 20000;
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__GraphProto *g = m->graph;
+    add_input(g, "X", F32, "T,2,4");
+    int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
+    add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
+    add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
+    vec nodes = { 0 }, outputs = { 0 };
+    for (long i = 0; i < count; i++) {
+        char name[32], y[32];
+        snprintf(name, sizeof name, same_name ? "g" : "gru%ld", i);
+        snprintf(y, sizeof y, "y%ld", i);
+        Onnx__NodeProto *node = make_node("GRU", name, "X,W,R", y);
+        attr_i(node, "hidden_size", 8);
+        vec_push(&nodes, node);
+        vec_push(&outputs, value_info(y, F32, NULL));
+    }
+    g->node = (Onnx__NodeProto **)nodes.items;
+    g->n_node = nodes.n;
+    g->output = (Onnx__ValueInfoProto **)outputs.items;
+    g->n_output = outputs.n;
+    write_model(path, m);
+}
+
+static void c_many_grus(const char *path, long n)
+{
+    many_grus(path, n, 0);
+}
+
+static void c_many_grus_same_name(const char *path, long n)
+{
+    many_grus(path, n, 1);
+}
+
+/* ---- random bytes ------------------------------------------------------------ */
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+    /* xorshift64*: deterministic for a seed, on every platform */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static void seed_rng(long seed)
+{
+    rng_state = 0x9E3779B97F4A7C15ULL ^ (uint64_t)seed * 0xBF58476D1CE4E5B9ULL;
+    if (!rng_state)
+        rng_state = 1;
+}
+
+/* N: the seed. Plain random bytes, 1 to 16 KiB. */
+static void c_random(const char *path, long n)
+{
+    seed_rng(n);
+    size_t size = 1 + rng() % 16384;
+    unsigned char *buf = xmalloc(size);
+    for (size_t i = 0; i < size; i++)
+        buf[i] = (unsigned char)rng();
+    write_bytes(path, buf, size);
+    free(buf);
+}
+
+/* Random fields of random wire types, nested up to `depth` (well-formed
+ * framing, nonsense content): gets past the wire-format scan to protobuf-c. */
+static void random_fields(wbuf *b, int depth)
+{
+    int fields = 1 + (int)(rng() % 6);
+    for (int f = 0; f < fields; f++) {
+        unsigned field = 1 + (unsigned)(rng() % 24);
+        switch (rng() % 5) {
+        case 0: wb_int(b, field, rng() >> (rng() % 64)); break;
+        case 1: {
+            unsigned char v[8];
+            for (int i = 0; i < 8; i++)
+                v[i] = (unsigned char)rng();
+            wb_bytes(b, v, 8);
+            wb_varint(b, (uint64_t)field << 3 | 1);
+            break;
+        }
+        case 2: {
+            char s[16];
+            size_t len = rng() % sizeof s;
+            for (size_t i = 0; i < len; i++)
+                s[i] = (char)('a' + rng() % 26);
+            wb_bytes(b, s, len);
+            wb_wrap(b, field, len);
+            break;
+        }
+        default:
+            if (depth > 0) {
+                size_t before = wb_len(b);
+                random_fields(b, depth - 1);
+                wb_wrap(b, field, wb_len(b) - before);
+            }
+        }
+    }
+}
+
+static void c_random_wire(const char *path, long n)
+{
+    seed_rng(n);
+    wbuf b = { 0 };
+    random_fields(&b, 6);
+    if (rng() % 2) {
+        wb_model_around_graph(&b);
+    }
+    write_wbuf(path, &b);
+}
+
+/* ---- table ------------------------------------------------------------------ */
+
+typedef struct case_def {
+    const char *name;
+    case_fn fn;
+    int sized; /* takes N; left out of --all */
+} case_def;
+
+static const case_def cases[] = {
+    { "tensor-proto", c_tensor, 0 },
+    { "no-graph", c_no_graph, 0 },
+    { "no-ir-version", c_no_ir_version, 0 },
+    { "exabyte-length", c_exabyte, 0 },
+    { "inner-length-overrun", c_inner_overrun, 0 },
+    { "overlong-varint", c_overlong_varint, 0 },
+    { "nested-if", c_nested_if, 1 },
+    { "nested-sequence", c_nested_seq, 1 },
+    { "nested-if-ok", c_nested_if_ok, 1 },
+    { "huge-dims", c_huge_dims, 0 },
+    { "huge-overflow", c_huge_overflow, 0 },
+    { "huge-hidden", c_huge_hidden, 0 },
+    { "hidden-int64-max", c_hidden_int64_max, 0 },
+    { "hidden-negative", c_hidden_negative, 0 },
+    { "hidden-negative-r-known", c_hidden_negative_r_known, 0 },
+    { "hidden-zero", c_hidden_zero, 0 },
+    { "hidden-missing", c_hidden_missing, 0 },
+    { "hidden-from-r", c_hidden_from_r, 0 },
+    { "r-negative-dim", c_r_negative_dim, 0 },
+    { "x-negative-dims", c_x_negative_dims, 0 },
+    { "x-no-shape", c_x_no_shape, 0 },
+    { "x-rank1", c_x_rank1, 0 },
+    { "x-no-type", c_x_no_type, 0 },
+    { "too-few-inputs", c_too_few_inputs, 0 },
+    { "no-inputs", c_no_inputs, 0 },
+    { "empty-x", c_empty_x, 0 },
+    { "no-outputs", c_no_outputs, 0 },
+    { "wrong-attr-types", c_wrong_attr_types, 0 },
+    { "attr-type-mismatch", c_attr_type_mismatch, 0 },
+    { "direction-bogus", c_direction_bogus, 0 },
+    { "null-strings", c_null_strings, 0 },
+    { "dup-value", c_dup_value, 0 },
+    { "dup-input", c_dup_input, 0 },
+    { "dup-initializer", c_dup_initializer, 0 },
+    { "dup-output", c_dup_output, 0 },
+    { "node-overwrites-input", c_node_overwrites_input, 0 },
+    { "collide", c_collide, 0 },
+    { "collide-twice", c_collide_twice, 0 },
+    { "collide-subgraph", c_collide_subgraph, 0 },
+    { "cycle-self", c_cycle_self, 0 },
+    { "cycle-identity", c_cycle_identity, 0 },
+    { "initializer-bad-data", c_initializer_bad_data, 0 },
+    { "initializer-huge-dims", c_initializer_huge_dims, 0 },
+    { "initializer-external", c_initializer_external, 0 },
+    { "external-absolute", c_external_absolute, 0 },
+    { "external-missing", c_external_missing, 0 },
+    { "initializer-wrong-type", c_initializer_wrong_type, 0 },
+    { "constant-huge-shape", c_constant_huge_shape, 0 },
+    { "no-opset", c_no_opset, 0 },
+    { "old-opset", c_old_opset, 0 },
+    { "rnn-in-subgraph", c_rnn_in_subgraph, 0 },
+    { "if-missing-else", c_if_missing_else, 0 },
+    { "if-missing-else-nested", c_if_missing_else_nested, 0 },
+    { "unknown-fields", c_unknown_fields, 0 },
+    { "good-gru", c_good_gru, 0 },
+    { "good-lstm", c_good_lstm, 0 },
+    { "big-weights", c_big_weights, 1 },
+    { "lazy-corrupt-initializer", c_lazy_corrupt_initializer, 1 },
+    { "random", c_random, 1 },
+    { "random-wire", c_random_wire, 1 },
+    { "chain", c_chain, 1 },
+    { "many-grus", c_many_grus, 1 },
+    { "many-grus-same-name", c_many_grus_same_name, 1 },
+};
+
+static unsigned char *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    unsigned char *buf = xmalloc(cap);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += got;
+        if (len == cap) {
+            unsigned char *grown = realloc(buf, cap *= 2);
+            if (!grown)
+                die("out of memory");
+            buf = grown;
+        }
+    }
+    fclose(f);
+    *size = len;
+    return buf;
+}
+
+/* Copies IN to OUT with bit `bit` of byte `pos` (modulo the size) inverted. */
+static int flip_bit(const char *in, const char *out, unsigned long pos, int bit)
+{
+    size_t len;
+    unsigned char *buf = read_file(in, &len);
+    if (len)
+        buf[pos % len] ^= (unsigned char)(1u << (bit & 7));
+    write_bytes(out, buf, len);
+    free(buf);
+    return 0;
+}
+
+static int print_names(const char *path)
+{
+    size_t len;
+    unsigned char *buf = read_file(path, &len);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
+    free(buf);
+    if (!m || !m->graph)
+        die("%s: not a model", path);
+    const Onnx__GraphProto *g = m->graph;
+    for (size_t i = 0; i < g->n_input; i++)
+        printf("input %s\n", g->input[i]->name ? g->input[i]->name : "");
+    for (size_t i = 0; i < g->n_output; i++)
+        printf("output %s\n", g->output[i]->name ? g->output[i]->name : "");
+    for (size_t i = 0; i < g->n_initializer; i++)
+        printf("initializer %s\n", g->initializer[i]->name ? g->initializer[i]->name : "");
+    for (size_t i = 0; i < g->n_node; i++)
+        printf("node %s %s\n", g->node[i]->op_type ? g->node[i]->op_type : "",
+               g->node[i]->name ? g->node[i]->name : "");
+    onnx__model_proto__free_unpacked(m, NULL);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    size_t n_cases = sizeof cases / sizeof cases[0];
+    if (argc == 2 && !strcmp(argv[1], "--list")) {
+        for (size_t i = 0; i < n_cases; i++)
+            printf("%s%s\n", cases[i].name, cases[i].sized ? " N" : "");
+        return 0;
+    }
+    if (argc == 6 && !strcmp(argv[1], "--flip"))
+        return flip_bit(argv[2], argv[3], strtoul(argv[4], NULL, 10), atoi(argv[5]));
+    if (argc == 3 && !strcmp(argv[1], "--names"))
+        return print_names(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--all")) {
+        for (size_t i = 0; i < n_cases; i++) {
+            if (cases[i].sized)
+                continue;
+            size_t need = strlen(argv[2]) + strlen(cases[i].name) + 8;
+            char *path = xmalloc(need);
+            snprintf(path, need, "%s/%s.onnx", argv[2], cases[i].name);
+            cases[i].fn(path, 0);
+            free(path);
+        }
+        return 0;
+    }
+    if (argc == 3 || argc == 4) {
+        for (size_t i = 0; i < n_cases; i++) {
+            if (strcmp(cases[i].name, argv[1]) != 0)
+                continue;
+            long n = argc == 4 ? strtol(argv[3], NULL, 10) : 0;
+            cases[i].fn(argv[2], n);
+            return 0;
+        }
+        die("unknown case '%s' (see --list)", argv[1]);
+    }
+    fprintf(stderr, "usage: make-bad-models --list | --all DIR | --names FILE | --flip IN OUT POS BIT | "
+                    "CASE FILE [N]\n");
+    return 2;
+}
