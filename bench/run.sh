@@ -140,28 +140,30 @@ else
 fi
 
 # ---- measuring ----------------------------------------------------------------
-# measure [--stdout] OUT CMD...: runs CMD $reps times (OUT removed and the disk
-# synced before each run, untimed; with --stdout, CMD's standard output goes to
-# OUT) and sets med_s / med_kb to the medians of wall time and peak RSS (KiB).
+# The routes are measured in rounds: each round runs every route once, in the
+# same order, so that a slow spell of the shared disk hits them all alike
+# rather than whichever route happened to run then. Before each run its
+# output is deleted and the disk synced (untimed).
+# run_once KEY [--stdout] OUT CMD...: one timed run; appends to T_KEY / K_KEY.
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-measure() {
+declare -A times kbs
+run_once() {
+  local key=$1; shift
   local to=
   if [ "$1" = --stdout ]; then to=$2; shift; fi
   local out=$1; shift
-  local ts=() ks=() r
-  for ((r = 0; r < reps; r++)); do
-    rm -f "$out"; sync
-    if [ -n "$to" ]; then
-      /usr/bin/time -f '%e %M' -o "$work/time.txt" "$@" >"$to"
-    else
-      /usr/bin/time -f '%e %M' -o "$work/time.txt" "$@"
-    fi
-    read -r t k < <(tail -n 1 "$work/time.txt")
-    ts+=("$t") ks+=("$k")
-  done
-  med_s=$(printf '%s\n' "${ts[@]}" | median)
-  med_kb=$(printf '%s\n' "${ks[@]}" | median)
+  rm -f "$out"; sync
+  if [ -n "$to" ]; then
+    /usr/bin/time -f '%e %M' -o "$work/time.txt" "$@" >"$to"
+  else
+    /usr/bin/time -f '%e %M' -o "$work/time.txt" "$@"
+  fi
+  read -r t k < <(tail -n 1 "$work/time.txt")
+  times[$key]+="$t "
+  kbs[$key]+="$k "
 }
+med_time() { printf '%s\n' ${times[$1]} | median; }
+med_kb() { printf '%s\n' ${kbs[$1]} | median; }
 
 rows=() fail=0
 t_res="n/a (no size >= 1 GB)" r_res="" p_res="SKIP (no onnx in $PY)"
@@ -180,20 +182,23 @@ for idx in "${!layers[@]}"; do
   structure=$(sed -n 's/.*structure_bytes=\([0-9]*\).*/\1/p' <<<"$info")
   cat "$in" >/dev/null # warm the page cache
 
-  measure --stdout "$work/out.cat" cat "$in"
-  cat_s=$med_s
-  # Reference only: the same copy made durable (the tool fsyncs its output
-  # before renaming it into place; cat does not).
-  measure "$work/out.cat" sh -c 'cat "$1" >"$2" && sync "$2"' sh "$in" "$work/out.cat"
-  catsync_s=$med_s
-  rm -f "$work/out.cat"
-
-  measure "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q
-  rw_s=$med_s rw_kb=$med_kb
-  # Like for like with cat and the Python route, which do not fsync either.
-  measure "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q --no-sync
-  rwn_s=$med_s
-  [ "$med_kb" -gt "$rw_kb" ] && rw_kb=$med_kb
+  times=() kbs=()
+  for ((r = 0; r < reps; r++)); do
+    run_once cat --stdout "$work/out.cat" "$work/out.cat" cat "$in"
+    # Like for like with cat and the Python route, which do not fsync either.
+    run_once nosync "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q --no-sync
+    # The same copy made durable, against the tool's default (fsync before rename).
+    run_once catsync "$work/out.cat" sh -c 'cat "$1" >"$2" && sync "$2"' sh "$in" "$work/out.cat"
+    run_once rewrite "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q
+    if [ "$python_ok" = 1 ]; then
+      run_once python "$work/out.python.onnx" "$PY" "$work/python_route.py" "$in" "$work/out.python.onnx"
+    fi
+  done
+  rm -f "$work/out.cat" "$work/out.python.onnx"
+  cat_s=$(med_time cat) catsync_s=$(med_time catsync)
+  rwn_s=$(med_time nosync) rw_s=$(med_time rewrite)
+  rw_kb=$(med_kb rewrite)
+  [ "$(med_kb nosync)" -gt "$rw_kb" ] && rw_kb=$(med_kb nosync)
   # Validity: the tool's own re-load check on a fresh rewrite.
   if ! "$tool" "$in" -o "$work/out.rewrite.onnx" -q --check; then
     echo "run.sh: rnnstate-rewrite --check failed on $in" >&2; fail=1
@@ -215,10 +220,8 @@ EOF
 
   py_s=- py_mb=- speed=-
   if [ "$python_ok" = 1 ]; then
-    measure "$work/out.python.onnx" "$PY" "$work/python_route.py" "$in" "$work/out.python.onnx"
-    py_s=$med_s py_mb=$((med_kb / 1024))
+    py_s=$(med_time python) py_mb=$(($(med_kb python) / 1024))
     speed=$(awk -v p="$py_s" -v r="$rwn_s" 'BEGIN {printf "%.1f", (r > 0 ? p / r : 0)}')
-    rm -f "$work/out.python.onnx"
     if awk -v p="$py_s" -v r="$rwn_s" 'BEGIN {exit !(p < 8 * r)}'; then p_ok=0; fi
     if [ -z "$p_min" ] || awk -v a="$speed" -v b="$p_min" 'BEGIN {exit !(a < b)}'; then p_min=$speed; fi
   fi
@@ -240,7 +243,7 @@ EOF
 done
 
 echo
-echo "rnnstate-rewrite benchmark: LSTM hidden $hidden, median of $reps runs, page cache warm; $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+echo "rnnstate-rewrite benchmark: LSTM hidden $hidden, median of $reps interleaved rounds, page cache warm; $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
 echo "rw: rnnstate-rewrite; nosync: --no-sync, like cat and the Python route; the durable run"
 echo "(the default, fsync before rename) is compared with cat followed by sync of the copy."
 printf '%-5s %6s %6s %8s %7s %6s %9s %6s %7s %6s %9s %10s %6s\n' size MiB "cat s" "nosync s" "ratio" "cat+sync s" "rw s" "ratio" "rw MB" "python s" "python MB" "py/nosync"

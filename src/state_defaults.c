@@ -28,12 +28,27 @@ bool batch_is_fixed(const recurrent_shape *rs)
     return rs->batch.known && !rs->batch.param;
 }
 
+/* The bytes of a default for `batch`, or SIZE_MAX when that overflows. */
+static size_t default_bytes(const recurrent_shape *rs, int64_t batch)
+{
+    int64_t dims[3] = { rs->directions, batch, rs->hidden };
+    size_t count, width = dtype_size(rs->elem_type);
+    if (!width || !shape_element_count(dims, 3, &count) || count > SIZE_MAX / width)
+        return SIZE_MAX;
+    return count * width;
+}
+
 bool state_default_fits(const recurrent_shape *rs)
 {
-    int64_t dims[3] = { rs->directions, batch_is_fixed(rs) ? rs->batch.value : 1, rs->hidden };
-    size_t count, width = dtype_size(rs->elem_type);
-    return shape_element_count(dims, 3, &count) && width &&
-           count <= RNNSTATE_MAX_CREATED_TENSOR_BYTES / width;
+    return default_bytes(rs, 1) <= RNNSTATE_MAX_CREATED_TENSOR_BYTES;
+}
+
+int64_t state_default_batch(const recurrent_shape *rs)
+{
+    if (batch_is_fixed(rs) &&
+        default_bytes(rs, rs->batch.value) <= RNNSTATE_MAX_CREATED_TENSOR_BYTES)
+        return rs->batch.value;
+    return 1;
 }
 
 /* The state's dims for a given batch, in the node's layout. */
@@ -218,7 +233,8 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
     rnnstate_status status = declare_input(ctx, rs, name);
     if (status != RNNSTATE_OK)
         return status;
-    bool fixed = batch_is_fixed(rs);
+    /* a full-shape default, or batch 1 broadcast by an Expand */
+    bool fixed = batch_is_fixed(rs) && state_default_batch(rs) == rs->batch.value;
     if (ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL && !fixed &&
         main_opset(ctx->model) < EXPAND_MIN_OPSET) {
         report_node_warn(&ctx->report, report_node,

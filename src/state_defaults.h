@@ -42,9 +42,13 @@ typedef struct state_default {
 /* The state's dims in the node's layout. */
 void recurrent_state_dims(const recurrent_shape *rs, dim_info dims[3]);
 
-/* True when a default for this state stays within the size the rewriter
- * creates (checked arithmetic: hostile dims must not overflow). */
+/* True when a default for this state (with batch 1) stays within the size
+ * the rewriter creates (checked arithmetic: hostile dims must not overflow). */
 bool state_default_fits(const recurrent_shape *rs);
+
+/* The batch of the default: the fixed batch when a full-shape default stays
+ * within that size, else 1 (broadcast by an Expand). */
+int64_t state_default_batch(const recurrent_shape *rs);
 
 /* True when `pattern` can serve as the default for this node's state: it
  * broadcasts (numpy rules) to the state's shape. */

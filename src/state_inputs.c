@@ -97,7 +97,7 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
     const value_entry *e = graph_index_find(&src->owner->index, value);
     const Onnx__TensorProto *init = src->owner->graph->initializer[e->initializer];
     bool shared = e->n_consumers > 1 || e->read_by_subgraph || e->graph_output >= 0;
-    int64_t default_batch = batch_is_fixed(rs) ? rs->batch.value : 1;
+    int64_t default_batch = state_default_batch(rs);
     bool keep = !shared && !src->owner->parent && state_pattern_is(rs, init, default_batch) &&
                 ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
     /* a copy needs the values, which may still be in the file */

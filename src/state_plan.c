@@ -139,8 +139,8 @@ static const char *describe_node(node_plan *p)
         rs->batch.known = true;
     }
     if (!state_default_fits(rs))
-        return "the state is too large for a default (over 1 GiB): check hidden_size and the "
-               "batch size";
+        return "the state is too large for a default (over 64 MiB for one batch entry): check "
+               "hidden_size";
     return NULL;
 }
 

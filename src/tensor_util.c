@@ -141,6 +141,19 @@ static bool typed_to_bytes(const Onnx__TensorProto *t, size_t count, size_t widt
     }
 }
 
+/* How many elements the typed field for t's data type holds. */
+static size_t typed_count(const Onnx__TensorProto *t)
+{
+    switch (t->data_type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return t->n_float_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return t->n_double_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return t->n_int64_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: return t->n_uint64_data;
+    default: return t->n_int32_data;
+    }
+}
+
 bool tensor_read_bytes(const Onnx__TensorProto *t, unsigned char **bytes, size_t *size)
 {
     size_t width = dtype_size(t->data_type);
@@ -151,14 +164,18 @@ bool tensor_read_bytes(const Onnx__TensorProto *t, unsigned char **bytes, size_t
     if (!shape_element_count(t->dims, t->n_dims, &count) || count > SIZE_MAX / width)
         return false;
     size_t total = count * width;
+    bool raw = t->has_raw_data && t->raw_data.len > 0;
+    /* the dims of a hostile tensor may claim far more than its data holds:
+     * check before allocating */
+    if ((raw && t->raw_data.len != total) || (!raw && typed_count(t) != count))
+        return false;
     unsigned char *out = malloc(total ? total : 1);
     if (!out)
         return false;
     bool ok;
-    if (t->has_raw_data && t->raw_data.len > 0) {
-        ok = t->raw_data.len == total;
-        if (ok)
-            memcpy(out, t->raw_data.data, total);
+    if (raw) {
+        memcpy(out, t->raw_data.data, total);
+        ok = true;
     } else {
         ok = typed_to_bytes(t, count, width, out);
     }
