@@ -5,14 +5,6 @@
 #include "state_plan.h"
 #include "tensor_util.h"
 
-static bool fill_is_zero(const state_source *s)
-{
-    for (size_t i = 0; i < sizeof s->fill; i++)
-        if (s->fill[i])
-            return false;
-    return s->uniform;
-}
-
 static const char *source_case(const state_source *s)
 {
     switch (s->kind) {
@@ -38,21 +30,6 @@ static rnnstate_status rewire(rewrite_ctx *ctx, node_plan *p, int slot, const ch
     return RNNSTATE_OK;
 }
 
-static const char *default_word(bool optional, const state_default *def)
-{
-    if (!optional)
-        return "required";
-    if (def->existing)
-        return "default: the initializer's value";
-    if (def->uniform) {
-        for (size_t i = 0; i < sizeof def->fill; i++)
-            if (def->fill[i])
-                return "default: the exporter's constant";
-        return "zero default";
-    }
-    return "default: the exporter's constant";
-}
-
 static bool default_is_zero(const state_default *def)
 {
     if (!def->uniform)
@@ -61,6 +38,15 @@ static bool default_is_zero(const state_default *def)
         if (def->fill[i])
             return false;
     return true;
+}
+
+static const char *default_word(bool optional, const state_default *def)
+{
+    if (!optional)
+        return "required";
+    if (def->existing)
+        return "default: the initializer's value";
+    return default_is_zero(def) ? "zero default" : "default: the exporter's constant";
 }
 
 /* A new (or existing-initializer) input for the slot, wired into the node. */
@@ -153,7 +139,7 @@ static rnnstate_status replace_with_input(rewrite_ctx *ctx, node_plan *p, int sl
         report_node_decide(&ctx->report, p->report_node,
                            "initial_%s: case %s: %s constant state from %s; new input %s (%s)",
                            slot_letter[slot], source_case(src),
-                           src->uniform ? (fill_is_zero(src) ? "zero" : "uniform")
+                           src->uniform ? (source_is_zero(src) ? "zero" : "uniform")
                                         : "non-uniform",
                            src->chain, name, default_word(*optional, &def));
     *input_name = name;

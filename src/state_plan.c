@@ -144,7 +144,7 @@ static const char *describe_node(node_plan *p)
     return NULL;
 }
 
-static bool fill_is_zero(const state_source *s)
+bool source_is_zero(const state_source *s)
 {
     for (size_t i = 0; i < sizeof s->fill; i++)
         if (s->fill[i])
@@ -168,7 +168,7 @@ static const char *check_source(const recurrent_shape *rs, const state_source *s
     if (s->kind != SOURCE_CONSTANT)
         return NULL;
     if (s->uniform) {
-        if (s->elem_type == rs->elem_type || fill_is_zero(s))
+        if (s->elem_type == rs->elem_type || source_is_zero(s))
             return NULL;
         snprintf(buf, size, "initial_%s is a constant of type %s but the state is %s",
                  slot_letter[slot], dtype_name(s->elem_type), dtype_name(rs->elem_type));

@@ -36,6 +36,9 @@ typedef struct plan_list {
     size_t n;
 } plan_list;
 
+/* True for a constant source whose every element is zero. */
+bool source_is_zero(const state_source *s);
+
 /* Plans every recurrent node of every graph, adding one report entry per
  * node (skipped nodes get their reason here). */
 rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list);
