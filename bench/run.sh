@@ -184,7 +184,7 @@ for idx in "${!layers[@]}"; do
 
   times=() kbs=()
   for ((r = 0; r < reps; r++)); do
-    run_once cat --stdout "$work/out.cat" "$work/out.cat" cat "$in"
+    run_once cat --stdout "$work/out.cat" cat "$in"
     # Like for like with cat and the Python route, which do not fsync either.
     run_once nosync "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q --no-sync
     # The same copy made durable, against the tool's default (fsync before rename).
@@ -222,8 +222,12 @@ EOF
   if [ "$python_ok" = 1 ]; then
     py_s=$(med_time python) py_mb=$(($(med_kb python) / 1024))
     speed=$(awk -v p="$py_s" -v r="$rwn_s" 'BEGIN {printf "%.1f", (r > 0 ? p / r : 0)}')
-    if awk -v p="$py_s" -v r="$rwn_s" 'BEGIN {exit !(p < 8 * r)}'; then p_ok=0; fi
-    if [ -z "$p_min" ] || awk -v a="$speed" -v b="$p_min" 'BEGIN {exit !(a < b)}'; then p_min=$speed; fi
+    # judged on large models (512 MiB and up, like the issue's 537 MB
+    # reference): below, process start-up weighs on both sides
+    if [ "$bytes" -ge $((512 << 20)) ]; then
+      if awk -v p="$py_s" -v r="$rwn_s" 'BEGIN {exit !(p < 8 * r)}'; then p_ok=0; fi
+      if [ -z "$p_min" ] || awk -v a="$speed" -v b="$p_min" 'BEGIN {exit !(a < b)}'; then p_min=$speed; fi
+    fi
   fi
 
   ratio=$(awk -v r="$rwn_s" -v c="$cat_s" 'BEGIN {printf "%.2f", (c > 0 ? r / c : 0)}')
@@ -258,6 +262,6 @@ if [ "$python_ok" = 1 ]; then
 fi
 echo "target: rewrite <= 1.5x cat at >= 1 GB (--no-sync vs cat, and fsync vs cat+sync): $t_res"
 echo "target: peak RSS < 64 MB + graph structure: $r_res"
-echo "target: python >= 8x slower (than --no-sync; neither syncs): $p_res"
+echo "target: python >= 8x slower at >= 512 MiB (than --no-sync; neither syncs): $p_res"
 echo "(took $((SECONDS - start)) s after the build)"
 exit "$fail"
