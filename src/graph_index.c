@@ -142,12 +142,6 @@ const value_entry *graph_index_find(const graph_index *gi, const char *name)
     return at >= 0 ? &gi->values[at] : NULL;
 }
 
-const Onnx__NodeProto *graph_index_producer(const graph_index *gi, const char *name)
-{
-    const value_entry *e = graph_index_find(gi, name);
-    return e && e->producer >= 0 ? gi->graph->node[e->producer] : NULL;
-}
-
 bool graph_index_value_unused(const graph_index *gi, const char *name)
 {
     const value_entry *e = graph_index_find(gi, name);

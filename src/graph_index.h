@@ -46,9 +46,6 @@ void graph_index_free(graph_index *gi);
 /* The entry for a value name, or NULL when the graph does not mention it. */
 const value_entry *graph_index_find(const graph_index *gi, const char *name);
 
-/* The node producing `name`, or NULL. */
-const Onnx__NodeProto *graph_index_producer(const graph_index *gi, const char *name);
-
 /* True when nothing reads the value and it is not a graph output. */
 bool graph_index_value_unused(const graph_index *gi, const char *name);
 

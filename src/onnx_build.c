@@ -12,18 +12,6 @@ void dim_info_clear(dim_info *d)
     d->value = 0;
 }
 
-bool dim_info_copy(dim_info *dst, const dim_info *src)
-{
-    char *param = NULL;
-    if (src->param && !(param = strdup(src->param)))
-        return false;
-    dim_info_clear(dst);
-    dst->known = src->known;
-    dst->value = src->value;
-    dst->param = param;
-    return true;
-}
-
 bool set_string(char **field, const char *s)
 {
     char *copy = strdup(s);

@@ -22,7 +22,6 @@ typedef struct dim_info {
 } dim_info;
 
 void dim_info_clear(dim_info *d);
-bool dim_info_copy(dim_info *dst, const dim_info *src);
 
 /* Null-safe view of a protobuf-c string field (absent strings are NULL). */
 static inline const char *str_or_empty(const char *s) { return s ? s : ""; }
