@@ -438,7 +438,7 @@ for opt in --output --output-dir --recursive --dry-run --check --state-inputs --
            --name-template --json --quiet --verbose --fail-on-skip --max-model-size --help --version; do
   has "--help lists $opt" "$help" "$opt"
   has "the man page documents $opt" "$(sed 's/\\-/-/g' "$root/docs/rnnstate-rewrite.1")" "$opt"
-  has "the README documents $opt" "$(cat "$root/README.md")" "$opt"
+  has "docs/usage.md documents $opt" "$(cat "$root/docs/usage.md")" "$opt"
 done
 has "the man page names this version" "$(head -n 3 "$root/docs/rnnstate-rewrite.1")" \
   "\"rnnstate-rewrite $("$tool" --version | cut -d' ' -f2)\""
