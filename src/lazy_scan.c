@@ -6,7 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model.h"
+#include "error.h"
+#include "wire.h"
 
 #define FIELD_GRAPH 7       /* ModelProto.graph */
 #define FIELD_INITIALIZER 5 /* GraphProto.initializer */
@@ -39,92 +40,47 @@ static bulk_check check_bulk_field(uint64_t field, unsigned wire, uint64_t paylo
     }
 }
 
+/* A wire_reader over a file, read in windows with pread(). */
 typedef struct file_reader {
+    wire_reader wire; /* first: the refill gets the file_reader back from it */
     int fd;
-    uint64_t size;
-    uint64_t pos;
-    unsigned char buf[1 << 16];
-    uint64_t buf_start;
-    size_t buf_len;
     int io_errno;
+    unsigned char buf[1 << 16];
 } file_reader;
 
-static int fr_byte(file_reader *r, unsigned char *b)
+static bool fr_refill(wire_reader *w)
 {
-    if (r->pos >= r->size)
-        return 0;
-    if (r->pos < r->buf_start || r->pos >= r->buf_start + r->buf_len) {
-        ssize_t got;
-        do
-            got = pread(r->fd, r->buf, sizeof r->buf, (off_t)r->pos);
-        while (got < 0 && errno == EINTR);
-        if (got <= 0) {
-            r->io_errno = got < 0 ? errno : EIO;
-            return 0;
-        }
-        r->buf_start = r->pos;
-        r->buf_len = (size_t)got;
+    file_reader *r = (file_reader *)w;
+    ssize_t got;
+    do
+        got = pread(r->fd, r->buf, sizeof r->buf, (off_t)w->pos);
+    while (got < 0 && errno == EINTR);
+    if (got <= 0) {
+        r->io_errno = got < 0 ? errno : EIO;
+        return false;
     }
-    *b = r->buf[r->pos - r->buf_start];
-    r->pos++;
-    return 1;
-}
-
-static int fr_varint(file_reader *r, uint64_t end, uint64_t *value)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 70; shift += 7) {
-        unsigned char b;
-        if (r->pos >= end || !fr_byte(r, &b))
-            return 0;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *value = v;
-            return 1;
-        }
-    }
-    return 0;
+    w->window_start = w->pos;
+    w->window_len = (size_t)got;
+    return true;
 }
 
 /* Copies [from, to) of the file into sb. */
-static int fr_copy_range(file_reader *r, uint64_t from, uint64_t to, strbuf *sb)
+static int fr_copy_range(wire_reader *r, uint64_t from, uint64_t to, strbuf *sb)
 {
     r->pos = from;
     while (r->pos < to && !sb->oom) {
         unsigned char b;
-        if (!fr_byte(r, &b))
+        if (!wire_read_byte(r, &b))
             return 0;
-        /* copy the rest of the buffered block at once */
-        size_t avail = (size_t)(r->buf_start + r->buf_len - r->pos);
+        /* copy the rest of the window at once */
+        size_t avail = (size_t)(r->window_start + r->window_len - r->pos);
         size_t take = avail < to - r->pos ? avail : (size_t)(to - r->pos);
         sb_add(sb, (const char *)&b, 1);
-        sb_add(sb, (const char *)r->buf + (r->pos - r->buf_start), take);
+        sb_add(sb, (const char *)r->window + (r->pos - r->window_start), take);
         r->pos += take;
     }
     return !sb->oom;
 }
-
-void sb_add_varint(strbuf *sb, uint64_t value)
-{
-    char bytes[10];
-    size_t n = 0;
-    do {
-        bytes[n] = (char)(value & 0x7f);
-        value >>= 7;
-        if (value)
-            bytes[n] |= (char)0x80;
-        n++;
-    } while (value);
-    sb_add(sb, bytes, n);
-}
-
-typedef struct field {
-    uint64_t start;   /* offset of the key */
-    uint64_t number;
-    unsigned wire;
-    uint64_t payload; /* offset of the value (after a length, for wire type 2) */
-    uint64_t end;     /* offset just past the field */
-} field;
 
 static rnnstate_status corrupt(const char *label, uint64_t at, uint64_t size, rnnstate_error *err)
 {
@@ -135,53 +91,31 @@ static rnnstate_status corrupt(const char *label, uint64_t at, uint64_t size, rn
 }
 
 /* Reads one field's key and extent within [r->pos, end). */
-static rnnstate_status next_field(file_reader *r, uint64_t end, field *f, const char *label,
+static rnnstate_status next_field(wire_reader *r, uint64_t end, wire_field *f, const char *label,
                                   rnnstate_error *err)
 {
-    uint64_t key, len;
-    f->start = r->pos;
-    if (!fr_varint(r, end, &key) || (key >> 3) == 0)
-        return corrupt(label, f->start, r->size, err);
-    f->number = key >> 3;
-    f->wire = (unsigned)(key & 7);
-    switch (f->wire) {
-    case 0:
-        if (!fr_varint(r, end, &len))
-            return corrupt(label, f->start, r->size, err);
-        f->payload = f->start;
-        f->end = r->pos;
+    switch (wire_next_field(r, end, f)) {
+    case WIRE_OK:
         return RNNSTATE_OK;
-    case 1:
-    case 5:
-        len = f->wire == 1 ? 8 : 4;
-        break;
-    case 2:
-        if (!fr_varint(r, end, &len))
-            return corrupt(label, f->start, r->size, err);
-        break;
-    default:
+    case WIRE_BAD_TYPE:
         return set_error(err, RNNSTATE_ERR_NOT_MODEL,
                          "%s: not an ONNX model: unexpected wire type %u at byte %llu", label,
                          f->wire, (unsigned long long)f->start);
-    }
-    if (len > end - r->pos)
+    default:
         return corrupt(label, f->start, r->size, err);
-    f->payload = r->pos;
-    f->end = r->pos + len;
-    r->pos = f->end;
-    return RNNSTATE_OK;
+    }
 }
 
 /* Builds the stub of one TensorProto (every field but the element data) and
  * counts the element data's bytes. */
-static rnnstate_status scan_tensor(file_reader *r, const field *t, strbuf *stub, uint64_t *bulk,
+static rnnstate_status scan_tensor(wire_reader *r, const wire_field *t, strbuf *stub, uint64_t *bulk,
                                    bool *decode, const char *label, rnnstate_error *err)
 {
     *bulk = 0;
     *decode = false;
     r->pos = t->payload;
     while (r->pos < t->end) {
-        field f;
+        wire_field f;
         rnnstate_status st = next_field(r, t->end, &f, label, err);
         if (st != RNNSTATE_OK)
             return st;
@@ -203,7 +137,7 @@ static rnnstate_status scan_tensor(file_reader *r, const field *t, strbuf *stub,
     return RNNSTATE_OK;
 }
 
-static bool add_lazy(lazy_scan *out, size_t index, const field *f)
+static bool add_lazy(lazy_scan *out, size_t index, const wire_field *f)
 {
     lazy_range *grown = owned_array_grow(out->lazy, out->n_lazy, sizeof *grown);
     if (!grown)
@@ -214,7 +148,7 @@ static bool add_lazy(lazy_scan *out, size_t index, const field *f)
 }
 
 /* The main graph: initializers with enough element data become stubs. */
-static rnnstate_status scan_graph(file_reader *r, const field *g, size_t min_bytes,
+static rnnstate_status scan_graph(wire_reader *r, const wire_field *g, size_t min_bytes,
                                   lazy_scan *out, strbuf *graph, const char *label,
                                   rnnstate_error *err)
 {
@@ -223,7 +157,7 @@ static rnnstate_status scan_graph(file_reader *r, const field *g, size_t min_byt
     rnnstate_status st = RNNSTATE_OK;
     r->pos = g->payload;
     while (st == RNNSTATE_OK && r->pos < g->end) {
-        field f;
+        wire_field f;
         uint64_t bulk = 0;
         bool decode = false;
         if ((st = next_field(r, g->end, &f, label, err)) != RNNSTATE_OK)
@@ -254,16 +188,18 @@ static rnnstate_status scan_graph(file_reader *r, const field *g, size_t min_byt
 rnnstate_status lazy_scan_file(int fd, uint64_t size, size_t min_bytes, const char *label,
                                lazy_scan *out, rnnstate_error *err)
 {
-    file_reader *r = malloc(sizeof *r);
+    file_reader *file = malloc(sizeof *file);
     strbuf graph = STRBUF_INIT;
     memset(out, 0, sizeof *out);
     sb_init(&out->skeleton);
-    if (!r)
+    if (!file)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
-    *r = (file_reader){ .fd = fd, .size = size };
+    *file = (file_reader){ .wire = { .size = size, .window = file->buf, .refill = fr_refill },
+                           .fd = fd };
+    wire_reader *r = &file->wire;
     rnnstate_status st = RNNSTATE_OK;
     while (st == RNNSTATE_OK && r->pos < size) {
-        field f;
+        wire_field f;
         if ((st = next_field(r, size, &f, label, err)) != RNNSTATE_OK)
             break;
         uint64_t resume = r->pos;
@@ -277,12 +213,13 @@ rnnstate_status lazy_scan_file(int fd, uint64_t size, size_t min_bytes, const ch
         }
         r->pos = resume;
     }
-    if (st == RNNSTATE_OK && r->io_errno)
-        st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot read: %s", label, strerror(r->io_errno));
+    if (st == RNNSTATE_OK && file->io_errno)
+        st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot read: %s", label,
+                       strerror(file->io_errno));
     if (st == RNNSTATE_OK && (out->skeleton.oom || graph.oom))
         st = set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
     sb_release(&graph);
-    free(r);
+    free(file);
     if (st != RNNSTATE_OK)
         lazy_scan_free(out);
     return st;

@@ -40,7 +40,4 @@ rnnstate_status lazy_scan_file(int fd, uint64_t size, size_t min_bytes, const ch
                                lazy_scan *out, rnnstate_error *err);
 void lazy_scan_free(lazy_scan *scan);
 
-/* Appends a protobuf varint. */
-void sb_add_varint(strbuf *sb, uint64_t value);
-
 #endif

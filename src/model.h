@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "onnx.pb-c.h"
 #include "rnnstate.h"
 
@@ -40,11 +41,6 @@ bool model_materialize(rnnstate_model *model, Onnx__TensorProto *t);
 
 /* The lazy entry for an initializer, or NULL when it is fully in memory. */
 const lazy_tensor *model_lazy_tensor(const rnnstate_model *model, const Onnx__TensorProto *t);
-
-/* Fills *err (when not NULL) with status and a printf-style message, and
- * returns status, so error paths can `return set_error(...)`. */
-rnnstate_status set_error(rnnstate_error *err, rnnstate_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* Refuses a graph whose names clash (a value produced twice, duplicate
  * inputs, outputs or initializers): the rewrite's analysis assumes SSA. */

@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,18 +49,6 @@ static rnnstate_status too_large(const char *label, size_t limit, rnnstate_error
 {
     return set_error(err, RNNSTATE_ERR_INVALID,
                      "%s: larger than the limit of %zu bytes (see --max-model-size)", label, limit);
-}
-
-rnnstate_status set_error(rnnstate_error *err, rnnstate_status status, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
 }
 
 /* Reads to end of file, refusing more than `limit` bytes before it has

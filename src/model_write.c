@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "array.h"
-#include "lazy_scan.h"
+#include "wire.h"
 #include "model.h"
 #include "onnx_build.h"
 

@@ -1,0 +1,91 @@
+#include "wire.h"
+
+void wire_reader_init_memory(wire_reader *r, const unsigned char *data, size_t size)
+{
+    *r = (wire_reader){ .size = size, .window = data, .window_len = size };
+}
+
+bool wire_read_byte(wire_reader *r, unsigned char *b)
+{
+    if (r->pos >= r->size)
+        return false;
+    if (r->pos < r->window_start || r->pos >= r->window_start + r->window_len)
+        if (!r->refill || !r->refill(r))
+            return false;
+    *b = r->window[r->pos - r->window_start];
+    r->pos++;
+    return true;
+}
+
+bool wire_read_varint(wire_reader *r, uint64_t end, uint64_t *value)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        unsigned char b;
+        if (r->pos >= end || !wire_read_byte(r, &b))
+            return false;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *value = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The length of a field's value after its key, or the failure. */
+static wire_result value_length(wire_reader *r, uint64_t end, unsigned wire, uint64_t *len)
+{
+    switch (wire) {
+    case 0: {
+        uint64_t start = r->pos, value;
+        if (!wire_read_varint(r, end, &value))
+            return WIRE_CUT;
+        *len = r->pos - start; /* read whole already: the value's bytes */
+        return WIRE_OK;
+    }
+    case 1:
+    case 5:
+        *len = wire == 1 ? 8 : 4;
+        return *len > end - r->pos ? WIRE_CUT : WIRE_OK;
+    case 2:
+        if (!wire_read_varint(r, end, len))
+            return WIRE_CUT;
+        return *len > end - r->pos ? WIRE_LENGTH_PAST_END : WIRE_OK;
+    default:
+        return WIRE_BAD_TYPE;
+    }
+}
+
+wire_result wire_next_field(wire_reader *r, uint64_t end, wire_field *f)
+{
+    uint64_t key;
+    *f = (wire_field){ .start = r->pos };
+    if (!wire_read_varint(r, end, &key) || (key >> 3) == 0)
+        return WIRE_CUT;
+    f->number = key >> 3;
+    f->wire = (unsigned)(key & 7);
+    f->payload = r->pos;
+    wire_result res = value_length(r, end, f->wire, &f->length);
+    if (res != WIRE_OK)
+        return res;
+    if (f->wire == 2)
+        f->payload = r->pos; /* past the length */
+    f->end = f->payload + f->length;
+    r->pos = f->end;
+    return WIRE_OK;
+}
+
+void sb_add_varint(strbuf *sb, uint64_t value)
+{
+    char bytes[10];
+    size_t n = 0;
+    do {
+        bytes[n] = (char)(value & 0x7f);
+        value >>= 7;
+        if (value)
+            bytes[n] |= (char)0x80;
+        n++;
+    } while (value);
+    sb_add(sb, bytes, n);
+}

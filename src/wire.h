@@ -1,0 +1,63 @@
+/* wire: the protobuf wire format, one field at a time.
+ *
+ * Both scanners of a serialized model read through wire_reader: wire_scan
+ * over bytes in memory, lazy_scan over a file it reads in windows with
+ * pread(). The reader decodes keys, varints and lengths and checks every
+ * field against the end of its enclosing message; what to do with a field,
+ * and how to word a failure, stays with the caller. */
+#ifndef RNNSTATE_WIRE_H
+#define RNNSTATE_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strbuf.h"
+
+typedef struct wire_reader wire_reader;
+struct wire_reader {
+    uint64_t pos;                /* the next byte to read */
+    uint64_t size;               /* of the whole input */
+    const unsigned char *window; /* holds input bytes [window_start, window_start + window_len) */
+    uint64_t window_start;
+    size_t window_len;
+    /* Moves the window over pos (< size); false when the input cannot be
+     * read there. NULL when the window is the whole input. */
+    bool (*refill)(wire_reader *r);
+};
+
+typedef enum wire_result {
+    WIRE_OK,
+    WIRE_CUT,             /* a key or value runs past the end, or a key names field 0 */
+    WIRE_BAD_TYPE,        /* a wire type other than 0, 1, 2 and 5 */
+    WIRE_LENGTH_PAST_END, /* a length-delimited field claims more bytes than remain */
+} wire_result;
+
+typedef struct wire_field {
+    uint64_t start; /* offset of the key */
+    uint64_t number;
+    unsigned wire;
+    uint64_t payload; /* offset of the value (after the length, for wire type 2) */
+    uint64_t length;  /* of the value; for wire type 2 as claimed, even past the end */
+    uint64_t end;     /* offset just past the field */
+} wire_field;
+
+/* A reader over `size` bytes held in memory. */
+void wire_reader_init_memory(wire_reader *r, const unsigned char *data, size_t size);
+
+/* Reads the byte at r->pos. False at the end of the input or when the
+ * refill fails. */
+bool wire_read_byte(wire_reader *r, unsigned char *b);
+
+/* Reads a varint at r->pos (at most 10 bytes, none at or past `end`). */
+bool wire_read_varint(wire_reader *r, uint64_t end, uint64_t *value);
+
+/* Reads the field at r->pos, which must lie within [r->pos, end), and leaves
+ * r->pos just past it (a varint's value included). On failure f->start says
+ * where the field began, f->wire and f->length what went wrong. */
+wire_result wire_next_field(wire_reader *r, uint64_t end, wire_field *f);
+
+/* Appends a protobuf varint. */
+void sb_add_varint(strbuf *sb, uint64_t value);
+
+#endif
