@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "passes.h"
-#include "state_trace.h"
+#include "recurrent_ops.h"
 
 static const int64_t swap01[3] = { 1, 0, 2 };
 static const int64_t y_to_batch_first[4] = { 2, 0, 1, 3 };
@@ -94,16 +94,17 @@ static bool set_layout0(Onnx__NodeProto *node)
     return true;
 }
 
-static bool convert(rewrite_ctx *ctx, scope *sc, size_t at)
+/* X and the initial states, then Y and the final states, in that order. */
+static bool convert(rewrite_ctx *ctx, scope *sc, size_t at, const recurrent_op *op)
 {
     Onnx__NodeProto *node = sc->graph->node[at];
-    bool lstm = recurrent_op(node) == RECURRENT_LSTM;
-    bool ok = transpose_input(ctx, sc, at, node, 0, swap01, 3) &&
-              transpose_input(ctx, sc, at, node, 5, swap01, 3) &&
-              (!lstm || transpose_input(ctx, sc, at, node, 6, swap01, 3)) &&
-              transpose_output(ctx, sc, at, node, 0, y_to_batch_first, 4) &&
-              transpose_output(ctx, sc, at, node, 1, swap01, 3) &&
-              (!lstm || transpose_output(ctx, sc, at, node, 2, swap01, 3)) && set_layout0(node);
+    bool ok = transpose_input(ctx, sc, at, node, RECURRENT_INPUT_X, swap01, 3);
+    for (int s = 0; ok && s < op->n_slots; s++)
+        ok = transpose_input(ctx, sc, at, node, (size_t)op->initial_state_input[s], swap01, 3);
+    ok = ok && transpose_output(ctx, sc, at, node, RECURRENT_OUTPUT_Y, y_to_batch_first, 4);
+    for (int s = 0; ok && s < op->n_slots; s++)
+        ok = transpose_output(ctx, sc, at, node, (size_t)op->final_state_output[s], swap01, 3);
+    ok = ok && set_layout0(node);
     if (ok)
         report_note(&ctx->report,
                     "%s node '%s' (%s) converted from layout 1 to layout 0 between Transposes",
@@ -120,11 +121,10 @@ rnnstate_status pass_layout0(rewrite_ctx *ctx)
         scope *sc = ctx->scopes.scopes[i];
         for (size_t n = 0; n < sc->graph->n_node; n++) {
             Onnx__NodeProto *node = sc->graph->node[n];
-            recurrent_kind kind = recurrent_op(node);
-            if (kind == NOT_RECURRENT || kind == RECURRENT_QUANT_LSTM ||
-                node_attr_int(node, "layout", 0) != 1)
+            const recurrent_op *op = recurrent_op_of(node);
+            if (!op || !recurrent_batch_first(op, node))
                 continue;
-            if (!convert(ctx, sc, n))
+            if (!convert(ctx, sc, n, op))
                 return ctx_oom(ctx);
             converted = true;
         }

@@ -160,7 +160,7 @@ static rnnstate_status apply_plan(rewrite_ctx *ctx, node_plan *p, pending_slots 
                          "whole sequence",
                          p->rs.directions == 2 ? "bidirectional, the backward" : "reverse");
     rnnstate_status st = RNNSTATE_OK;
-    for (int s = 0; st == RNNSTATE_OK && s < p->n_slots; s++) {
+    for (int s = 0; st == RNNSTATE_OK && s < p->rs.op->n_slots; s++) {
         if (half_stateful(p, s))
             st = pending_push(pending, p, s) ? RNNSTATE_OK : ctx_oom(ctx);
         else

@@ -13,11 +13,13 @@
 #define RNNSTATE_STATE_DEFAULTS_H
 
 #include "passes.h"
+#include "recurrent_ops.h"
 
 /* What one recurrent node's state looks like. */
 typedef struct recurrent_shape {
     scope *sc;              /* the graph holding the node */
     const Onnx__NodeProto *node;
+    const recurrent_op *op; /* what the node is */
     size_t node_index;      /* its position in the graph's node list */
     const char *x;          /* the node's X input (for Shape(X)) */
     char prefix[64];        /* "{op}_{k}", the base of generated helper names */

@@ -21,11 +21,11 @@ static const char *source_case(const state_source *s)
 static rnnstate_status rewire(rewrite_ctx *ctx, node_plan *p, int slot, const char *value)
 {
     Onnx__NodeProto *node = (Onnx__NodeProto *)p->rs.node;
-    const char *old = node_input(node, SLOT_INITIAL_H + slot);
+    const char *old = node_input(node, p->rs.op->initial_state_input[slot]);
     if (!strcmp(old, value))
         return RNNSTATE_OK;
     if ((*old && !ctx_detach(ctx, p->rs.sc, old)) ||
-        !node_set_input(node, SLOT_INITIAL_H + slot, value))
+        !node_set_input(node, p->rs.op->initial_state_input[slot], value))
         return ctx_oom(ctx);
     return RNNSTATE_OK;
 }

@@ -109,7 +109,7 @@ static char *name_final_state(rewrite_ctx *ctx, node_plan *p, int slot, const ch
                               bool *renamed)
 {
     Onnx__NodeProto *node = (Onnx__NodeProto *)p->rs.node;
-    char *y = strdup(node_output(node, SLOT_Y_H + slot)); /* replaced below */
+    char *y = strdup(node_output(node, p->rs.op->final_state_output[slot])); /* replaced below */
     if (!y)
         return NULL;
     *renamed = !*y || graph_index_value_unused(&p->rs.sc->index, y);
@@ -118,7 +118,7 @@ static char *name_final_state(rewrite_ctx *ctx, node_plan *p, int slot, const ch
     char *name = p->rs.sc->parent ? name_registry_unique(&ctx->names, final) : strdup(final);
     if (name && *y)
         forget_value_info(p->rs.sc->graph, y);
-    if (name && !node_set_output(node, SLOT_Y_H + slot, name)) {
+    if (name && !node_set_output(node, p->rs.op->final_state_output[slot], name)) {
         free(name);
         name = NULL;
     }
@@ -182,7 +182,7 @@ typedef struct sliced {
 static bool slice_range(const node_plan *p, int slot, int64_t *start, int64_t *end)
 {
     const scope *sc = p->rs.sc;
-    const char *value = node_input(p->rs.node, SLOT_INITIAL_H + slot);
+    const char *value = node_input(p->rs.node, p->rs.op->initial_state_input[slot]);
     const scope *o;
     const value_entry *e = scope_lookup(sc, value, &o);
     if (!e || e->producer < 0 || o->parent)

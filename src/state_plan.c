@@ -1,15 +1,9 @@
 /* Phase 1 of the state pass: plans every recurrent node.
  *
- * Spec corners handled here (ONNX RNN/GRU/LSTM, opsets 1-22, and ONNX
- * Runtime's com.microsoft DynamicQuantizeLSTM):
- *  - initial_h is input 5 and initial_c input 6; Y_h is output 1, Y_c output
- *    2; absent optional inputs and outputs are "" or missing at the end.
- *  - the state is [num_directions, batch, hidden] for layout 0 and
- *    [batch, num_directions, hidden] for layout 1 (opset 14+).
- *  - hidden_size may be omitted: it is then R's last dimension ([D, k*H, H]);
- *    DynamicQuantizeLSTM stores R transposed ([D, H, 4H]): its second.
- *  - X, W, R and the states share one element type, except in the quantized
- *    op, whose W and R are int8 while X and the states are float.
+ * What differs between the ops (the state's inputs and outputs, where
+ * hidden_size comes from, layout, element types) is in recurrent_ops.c. The
+ * state is [num_directions, batch, hidden] for layout 0 and
+ * [batch, num_directions, hidden] for layout 1.
  * A node whose initial state is computed from data is skipped whole: exposing
  * half of an LSTM's state would make streaming silently wrong. Nodes inside
  * Loop and Scan bodies run once per iteration, so carrying their state across
@@ -23,41 +17,29 @@
 #include "state_plan.h"
 #include "tensor_util.h"
 
-const char *const slot_letter[2] = { "h", "c" };
-
-static const char *op_name(recurrent_kind kind)
-{
-    switch (kind) {
-    case RECURRENT_RNN: return "RNN";
-    case RECURRENT_GRU: return "GRU";
-    case RECURRENT_LSTM: return "LSTM";
-    default: return "DynamicQuantizeLSTM";
-    }
-}
-
-/* The element type of the state: W's (it must equal X's), else X's. The
+/* The element type of the state: W's (it must equal X's), else X's. A
  * quantized op's W is int8: its state has X's type, float unless declared. */
-static int32_t state_elem_type(const scope *s, const Onnx__NodeProto *node, recurrent_kind kind)
+static int32_t state_elem_type(const scope *s, const Onnx__NodeProto *node, const recurrent_op *op)
 {
-    int32_t x = declared_elem_type(s, node_input(node, 0));
-    if (kind == RECURRENT_QUANT_LSTM)
+    int32_t x = declared_elem_type(s, node_input(node, RECURRENT_INPUT_X));
+    if (op->quantized_weights)
         return x ? x : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    int32_t t = declared_elem_type(s, node_input(node, 1));
+    int32_t t = declared_elem_type(s, node_input(node, RECURRENT_INPUT_W));
     if (!t) {
-        const Onnx__TensorProto *w = constant_tensor(s, node_input(node, 1));
+        const Onnx__TensorProto *w = constant_tensor(s, node_input(node, RECURRENT_INPUT_W));
         t = w ? w->data_type : 0;
     }
     return t ? t : x;
 }
 
-static bool hidden_size(const scope *s, const Onnx__NodeProto *node, recurrent_kind kind,
+static bool hidden_size(const scope *s, const Onnx__NodeProto *node, const recurrent_op *op,
                         int64_t *hidden)
 {
     *hidden = node_attr_int(node, "hidden_size", -1);
     if (*hidden > 0)
         return true;
     dim_info d = { 0 };
-    if (!infer_dim(s, node_input(node, 2), kind == RECURRENT_QUANT_LSTM ? 1 : 2, &d))
+    if (!infer_dim(s, node_input(node, op->hidden_input), op->hidden_axis, &d))
         return false;
     *hidden = d.known && !d.param ? d.value : -1;
     dim_info_clear(&d);
@@ -116,15 +98,15 @@ static const char *describe_node(node_plan *p)
 {
     recurrent_shape *rs = &p->rs;
     const Onnx__NodeProto *node = rs->node;
-    rs->x = node_input(node, 0);
-    rs->batch_first = p->kind != RECURRENT_QUANT_LSTM && node_attr_int(node, "layout", 0) == 1;
+    rs->x = node_input(node, RECURRENT_INPUT_X);
+    rs->batch_first = recurrent_batch_first(rs->op, node);
     rs->directions = direction_count(node);
-    rs->elem_type = state_elem_type(rs->sc, node, p->kind);
-    if (node->n_input < 3 || !*rs->x)
+    rs->elem_type = state_elem_type(rs->sc, node, rs->op);
+    if (node->n_input < RECURRENT_REQUIRED_INPUTS || !*rs->x)
         return "malformed node: X, W and R are required";
     if (!dtype_size(rs->elem_type))
         return "the element type of X and W is unknown or not numeric";
-    if (!hidden_size(rs->sc, node, p->kind, &rs->hidden))
+    if (!hidden_size(rs->sc, node, rs->op, &rs->hidden))
         return "";
     if (rs->hidden <= 0)
         return "hidden_size is missing and R's shape is unknown";
@@ -206,10 +188,10 @@ static const char *analyse(rewrite_ctx *ctx, node_plan *p, char *reason, size_t 
         skip = "";
     if (!skip)
         skip = selection_skip_reason(&ctx->options, str_or_empty(p->rs.node->name), reason, size);
-    for (int s = 0; !skip && s < p->n_slots; s++) {
+    for (int s = 0; !skip && s < p->rs.op->n_slots; s++) {
         slot_plan *sp = &p->slots[s];
-        const char *y = node_output(p->rs.node, SLOT_Y_H + s);
-        if (!trace_initial_state(p->rs.sc, node_input(p->rs.node, SLOT_INITIAL_H + s),
+        const char *y = node_output(p->rs.node, p->rs.op->final_state_output[s]);
+        if (!trace_initial_state(p->rs.sc, node_input(p->rs.node, p->rs.op->initial_state_input[s]),
                                  &sp->source))
             return "";
         skip = check_source(&p->rs, &sp->source, reason, size, s);
@@ -219,19 +201,18 @@ static const char *analyse(rewrite_ctx *ctx, node_plan *p, char *reason, size_t 
     return skip;
 }
 
-static rnnstate_status plan_node(rewrite_ctx *ctx, scope *sc, size_t index, recurrent_kind kind,
-                                 int k, node_plan *p)
+static rnnstate_status plan_node(rewrite_ctx *ctx, scope *sc, size_t index,
+                                 const recurrent_op *op, int k, node_plan *p)
 {
     char reason[512];
     memset(p, 0, sizeof *p);
-    p->kind = kind;
+    p->rs.op = op;
     p->rs.sc = sc;
     p->rs.node = sc->graph->node[index];
     p->rs.node_index = index;
     p->rs.k = k;
-    p->n_slots = kind == RECURRENT_LSTM || kind == RECURRENT_QUANT_LSTM ? 2 : 1;
-    snprintf(p->rs.prefix, sizeof p->rs.prefix, "%s_%d", op_name(kind), k);
-    p->report_node = report_add_node(&ctx->report, sc->path, op_name(kind),
+    snprintf(p->rs.prefix, sizeof p->rs.prefix, "%s_%d", op->name, k);
+    p->report_node = report_add_node(&ctx->report, sc->path, op->name,
                                      str_or_empty(p->rs.node->name));
     const char *skip = analyse(ctx, p, reason, sizeof reason);
     if (skip && !*skip)
@@ -253,7 +234,7 @@ static bool mark_resets(plan_list *list)
     strmap paired = STRMAP_INIT; /* output -> index of a plan slot fed by a model input */
     bool ok = true;
     for (size_t i = 0; ok && i < list->n; i++)
-        for (int s = 0; ok && !list->plans[i].skipped && s < list->plans[i].n_slots; s++) {
+        for (int s = 0; ok && !list->plans[i].skipped && s < list->plans[i].rs.op->n_slots; s++) {
             const slot_plan *sp = &list->plans[i].slots[s];
             bool fed = sp->source.kind == SOURCE_GRAPH_INPUT ||
                        sp->source.kind == SOURCE_VIEW_OF_INPUT;
@@ -261,7 +242,7 @@ static bool mark_resets(plan_list *list)
                 ok = strmap_put(&paired, sp->reached, (int)(i * 2 + (size_t)s));
         }
     for (size_t i = 0; ok && i < list->n; i++)
-        for (int s = 0; !list->plans[i].skipped && s < list->plans[i].n_slots; s++) {
+        for (int s = 0; !list->plans[i].skipped && s < list->plans[i].rs.op->n_slots; s++) {
             slot_plan *sp = &list->plans[i].slots[s];
             int at = sp->reached && sp->source.kind == SOURCE_CONSTANT
                          ? strmap_get(&paired, sp->reached)
@@ -275,20 +256,21 @@ static bool mark_resets(plan_list *list)
 
 rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list)
 {
-    int counts[5] = { 0 };
+    int counts[RECURRENT_OP_COUNT] = { 0 };
     list->plans = NULL;
     list->n = 0;
     for (size_t i = 0; i < ctx->scopes.n; i++) {
         scope *sc = ctx->scopes.scopes[i];
         for (size_t n = 0; n < sc->graph->n_node; n++) {
-            recurrent_kind kind = recurrent_op(sc->graph->node[n]);
-            if (kind == NOT_RECURRENT)
+            const recurrent_op *op = recurrent_op_of(sc->graph->node[n]);
+            if (!op)
                 continue;
             node_plan *grown = owned_array_grow(list->plans, list->n, sizeof *grown);
             if (!grown)
                 return ctx_oom(ctx);
             list->plans = grown;
-            rnnstate_status st = plan_node(ctx, sc, n, kind, counts[kind]++, &grown[list->n++]);
+            rnnstate_status st = plan_node(ctx, sc, n, op, counts[recurrent_op_index(op)]++,
+                                           &grown[list->n++]);
             if (st != RNNSTATE_OK)
                 return st;
         }
@@ -311,10 +293,7 @@ char *slot_name(rewrite_ctx *ctx, const recurrent_shape *rs, const char *what, i
 {
     char label[16];
     snprintf(label, sizeof label, "%s_%s", what, slot_letter[slot]);
-    const char *op = strcmp(str_or_empty(rs->node->domain), "com.microsoft") == 0
-                         ? "DynamicQuantizeLSTM"
-                         : str_or_empty(rs->node->op_type);
-    char *base = expand_name_template(ctx->options.name_template, op, rs->k,
+    char *base = expand_name_template(ctx->options.name_template, rs->op->name, rs->k,
                                       str_or_empty(rs->node->name), label);
     char *name = base ? name_registry_unique(&ctx->names, base) : NULL;
     free(base);

@@ -9,11 +9,6 @@
 #include "state_defaults.h"
 #include "state_trace.h"
 
-#define SLOT_INITIAL_H 5 /* initial_c is 6 */
-#define SLOT_Y_H 1       /* Y_c is 2 */
-
-extern const char *const slot_letter[2]; /* "h", "c" */
-
 typedef struct slot_plan {
     state_source source;
     const char *reached;        /* main-graph output Y_h reaches through data movement */
@@ -24,9 +19,7 @@ typedef struct slot_plan {
 
 typedef struct node_plan {
     recurrent_shape rs;
-    recurrent_kind kind;
-    int n_slots;
-    slot_plan slots[2];
+    slot_plan slots[RECURRENT_MAX_SLOTS]; /* rs.op->n_slots of them */
     size_t report_node;
     bool skipped;
 } node_plan;

@@ -32,18 +32,6 @@ static bool default_domain(const Onnx__NodeProto *node)
     return !*d || !strcmp(d, "ai.onnx");
 }
 
-recurrent_kind recurrent_op(const Onnx__NodeProto *node)
-{
-    if (!strcmp(str_or_empty(node->domain), "com.microsoft"))
-        return op_is(node, "DynamicQuantizeLSTM") ? RECURRENT_QUANT_LSTM : NOT_RECURRENT;
-    if (!default_domain(node))
-        return NOT_RECURRENT;
-    return op_is(node, "RNN") ? RECURRENT_RNN
-           : op_is(node, "GRU") ? RECURRENT_GRU
-           : op_is(node, "LSTM") ? RECURRENT_LSTM
-                                 : NOT_RECURRENT;
-}
-
 /* Ops that pass (part of) input 0 through unchanged in value. */
 static const char *const view_ops[] = { "Slice", "Gather", "Squeeze", "Unsqueeze", "Reshape",
                                         "Identity", "Cast", "Split", "Expand", "Transpose",
@@ -502,7 +490,7 @@ static const Onnx__NodeProto *shape_producer(shape_query *q, const scope *s, con
         return NULL;
     const Onnx__NodeProto *p = (*owner)->graph->node[e->producer];
     *slot = e->producer_slot;
-    return default_domain(p) || recurrent_op(p) ? p : NULL;
+    return default_domain(p) || recurrent_op_of(p) ? p : NULL;
 }
 
 static int64_t rank_of_broadcast(shape_query *q, const scope *s, const Onnx__NodeProto *p,
@@ -535,7 +523,7 @@ static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int
     if (!p || p->n_input == 0)
         return -1;
     const char *in0 = str_or_empty(p->input[0]);
-    if (recurrent_op(p))
+    if (recurrent_op_of(p))
         return slot == 0 ? 4 : 3;
     if (op_in(p, same_shape_ops) || op_is(p, "Transpose") || op_is(p, "Concat") ||
         op_is(p, "Slice"))
@@ -695,7 +683,7 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
     if (!p || p->n_input == 0)
         return true;
     const char *in0 = str_or_empty(p->input[0]);
-    if (recurrent_op(p))
+    if (recurrent_op_of(p))
         return through_recurrent(q, o, p, slot, axis, depth, out);
     if (op_in(p, same_shape_ops))
         return infer_dim_at(q, o, in0, axis, depth + 1, out);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "onnx_build.h"
+#include "recurrent_ops.h"
 #include "scope.h"
 
 typedef enum state_source_kind {
@@ -66,10 +67,5 @@ int32_t declared_elem_type(const scope *s, const char *value);
 /* The tensor of a value that is an initializer (not overridable as an input)
  * or a Constant's output, or NULL. */
 const Onnx__TensorProto *constant_tensor(const scope *s, const char *value);
-
-/* The recurrent ops the state pass handles. */
-typedef enum recurrent_kind { NOT_RECURRENT, RECURRENT_RNN, RECURRENT_GRU, RECURRENT_LSTM,
-                              RECURRENT_QUANT_LSTM } recurrent_kind;
-recurrent_kind recurrent_op(const Onnx__NodeProto *node);
 
 #endif
