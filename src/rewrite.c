@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
 #include "passes.h"
 
 static const rewrite_pass passes[] = {
@@ -16,38 +15,6 @@ void rnnstate_options_init(rnnstate_options *options)
 {
     memset(options, 0, sizeof *options);
     options->state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;
-}
-
-rnnstate_status ctx_oom(rewrite_ctx *ctx)
-{
-    return set_error(ctx->err, RNNSTATE_ERR_NOMEM, "%s: out of memory", ctx->label);
-}
-
-bool ctx_detach(rewrite_ctx *ctx, scope *sc, const char *name)
-{
-    char *copy = strdup(name);
-    detached_value *grown = copy ? owned_array_grow(ctx->detached, ctx->n_detached, sizeof *grown)
-                                 : NULL;
-    if (!grown) {
-        free(copy);
-        return false;
-    }
-    grown[ctx->n_detached++] = (detached_value){ sc, copy };
-    ctx->detached = grown;
-    return true;
-}
-
-static void ctx_free(rewrite_ctx *ctx)
-{
-    scope_tree_free(&ctx->scopes);
-    name_registry_free(&ctx->names);
-    for (size_t i = 0; i < ctx->n_detached; i++)
-        free(ctx->detached[i].name);
-    free(ctx->detached);
-    for (size_t i = 0; i < ctx->n_dropped; i++)
-        free(ctx->dropped[i]);
-    free(ctx->dropped);
-    report_builder_discard(&ctx->report);
 }
 
 rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *options,

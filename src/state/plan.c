@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "array.h"
-#include "state_plan.h"
+#include "state/plan.h"
 #include "tensor_util.h"
 
 /* The element type of the state: W's (it must equal X's), else X's. A

@@ -2,15 +2,16 @@
  * slot (initial_h/Y_h, and for LSTM initial_c/Y_c) an input and an output of
  * the main graph, unless the model already carries it.
  *
- * Phase 1 (state_plan.c) analyses every node; phase 2 carries the plans out,
- * input side (state_inputs.c) then output side (state_outputs.c), and records
- * each state pair in the report. */
+ * Phase 1 (plan.c) analyses every node; phase 2 carries the plans out, input
+ * side (inputs.c) then output side (outputs.c), and records each state pair
+ * in the report (see state.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "array.h"
-#include "state_plan.h"
+#include "passes.h"
+#include "state/state.h"
 #include "strbuf.h"
 
 /* The shape a graph input declares (up to 8 dims), for the report of a state
@@ -217,40 +218,4 @@ rnnstate_status pass_state(rewrite_ctx *ctx)
     free(pending.items);
     plan_list_free(&plans);
     return st;
-}
-
-/* Expands the name template; returns a new string, or NULL when out of memory. */
-char *expand_name_template(const char *tmpl, const char *op, int k, const char *node_name,
-                           const char *slot)
-{
-    strbuf sb = STRBUF_INIT;
-    char number[16];
-    snprintf(number, sizeof number, "%d", k);
-    for (const char *p = tmpl ? tmpl : RNNSTATE_DEFAULT_NAME_TEMPLATE; *p; p++) {
-        if (!strncmp(p, "{op}", 4)) {
-            sb_adds(&sb, op);
-            p += 3;
-        } else if (!strncmp(p, "{k}", 3)) {
-            sb_adds(&sb, number);
-            p += 2;
-        } else if (!strncmp(p, "{name}", 6)) {
-            sb_adds(&sb, node_name);
-            p += 5;
-        } else if (!strncmp(p, "{slot}", 6)) {
-            sb_adds(&sb, slot);
-            p += 5;
-        } else {
-            sb_add(&sb, p, 1);
-        }
-    }
-    if (sb.oom) {
-        sb_release(&sb);
-        return NULL;
-    }
-    return sb_detach(&sb);
-}
-
-bool rnnstate_name_template_valid(const char *tmpl)
-{
-    return !tmpl || (strstr(tmpl, "{slot}") && (strstr(tmpl, "{k}") || strstr(tmpl, "{name}")));
 }

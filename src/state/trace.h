@@ -1,4 +1,4 @@
-/* state_trace: where a recurrent node's initial state comes from, where its
+/* state/trace: where a recurrent node's initial state comes from, where its
  * final state goes, and what shape the state has. Read-only analysis; values
  * are looked up through enclosing scopes, so a node inside an If branch is
  * traced into the graphs around it. The state pass decides what to do with

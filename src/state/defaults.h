@@ -1,4 +1,4 @@
-/* state_defaults: the graph inputs that carry a recurrent node's state in, and
+/* state/defaults: the graph inputs that carry a recurrent node's state in, and
  * their defaults.
  *
  * A new state input is declared with the state's full shape. In optional mode
@@ -12,7 +12,7 @@
 #ifndef RNNSTATE_STATE_DEFAULTS_H
 #define RNNSTATE_STATE_DEFAULTS_H
 
-#include "passes.h"
+#include "rewrite_ctx.h"
 #include "recurrent_ops.h"
 
 /* What one recurrent node's state looks like. */

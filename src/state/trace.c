@@ -2,7 +2,7 @@
  * (MAX_TRACE_DEPTH steps back, MAX_VISITS forward, a step budget for shape
  * queries) so that a hostile graph cannot make the analysis recurse without
  * end or take quadratic time. */
-#include "state_trace.h"
+#include "state/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "state_plan.h"
+#include "state/state.h"
 #include "tensor_util.h"
 
 static rnnstate_status add_output(rewrite_ctx *ctx, scope *sc, const char *name,

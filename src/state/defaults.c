@@ -1,4 +1,4 @@
-#include "state_defaults.h"
+#include "state/defaults.h"
 
 #include <stdio.h>
 #include <stdlib.h>

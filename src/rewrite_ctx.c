@@ -1,0 +1,75 @@
+#include "rewrite_ctx.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "strbuf.h"
+
+rnnstate_status ctx_oom(rewrite_ctx *ctx)
+{
+    return set_error(ctx->err, RNNSTATE_ERR_NOMEM, "%s: out of memory", ctx->label);
+}
+
+bool ctx_detach(rewrite_ctx *ctx, scope *sc, const char *name)
+{
+    char *copy = strdup(name);
+    detached_value *grown = copy ? owned_array_grow(ctx->detached, ctx->n_detached, sizeof *grown)
+                                 : NULL;
+    if (!grown) {
+        free(copy);
+        return false;
+    }
+    grown[ctx->n_detached++] = (detached_value){ sc, copy };
+    ctx->detached = grown;
+    return true;
+}
+
+void ctx_free(rewrite_ctx *ctx)
+{
+    scope_tree_free(&ctx->scopes);
+    name_registry_free(&ctx->names);
+    for (size_t i = 0; i < ctx->n_detached; i++)
+        free(ctx->detached[i].name);
+    free(ctx->detached);
+    for (size_t i = 0; i < ctx->n_dropped; i++)
+        free(ctx->dropped[i]);
+    free(ctx->dropped);
+    report_builder_discard(&ctx->report);
+}
+
+char *expand_name_template(const char *tmpl, const char *op, int k, const char *node_name,
+                           const char *slot)
+{
+    strbuf sb = STRBUF_INIT;
+    char number[16];
+    snprintf(number, sizeof number, "%d", k);
+    for (const char *p = tmpl ? tmpl : RNNSTATE_DEFAULT_NAME_TEMPLATE; *p; p++) {
+        if (!strncmp(p, "{op}", 4)) {
+            sb_adds(&sb, op);
+            p += 3;
+        } else if (!strncmp(p, "{k}", 3)) {
+            sb_adds(&sb, number);
+            p += 2;
+        } else if (!strncmp(p, "{name}", 6)) {
+            sb_adds(&sb, node_name);
+            p += 5;
+        } else if (!strncmp(p, "{slot}", 6)) {
+            sb_adds(&sb, slot);
+            p += 5;
+        } else {
+            sb_add(&sb, p, 1);
+        }
+    }
+    if (sb.oom) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb);
+}
+
+bool rnnstate_name_template_valid(const char *tmpl)
+{
+    return !tmpl || (strstr(tmpl, "{slot}") && (strstr(tmpl, "{k}") || strstr(tmpl, "{name}")));
+}

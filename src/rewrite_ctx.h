@@ -1,0 +1,54 @@
+/* rewrite_ctx: what every pass works on, below the passes and the pipeline
+ * that runs them (rewrite.c), so that passes and their helpers share it
+ * without importing each other: the model, its scopes and names, the report
+ * being built, what the state pass hands to the cleanup pass, and the
+ * helpers for failing a pass and naming new values. */
+#ifndef RNNSTATE_REWRITE_CTX_H
+#define RNNSTATE_REWRITE_CTX_H
+
+#include "graph_index.h"
+#include "scope.h"
+#include "model.h"
+#include "report.h"
+
+/* A value a pass disconnected, and the scope it was read in. */
+typedef struct detached_value {
+    scope *sc;
+    char *name;
+} detached_value;
+
+typedef struct rewrite_ctx {
+    Onnx__ModelProto *model;
+    Onnx__GraphProto *graph; /* the main graph */
+    const char *label;       /* names the model in messages */
+    rnnstate_options options;
+    scope_tree scopes;       /* scopes.scopes[0] is the main graph */
+    name_registry names;
+    report_builder report;
+    /* Values the state pass disconnected from a recurrent node: the cleanup
+     * pass removes the nodes that only they kept alive, and nothing else. */
+    detached_value *detached;
+    size_t n_detached;
+    /* Initializers of main-graph inputs to remove when the state pass ends
+     * (defaults of existing state inputs, with required state inputs). */
+    char **dropped;
+    size_t n_dropped;
+    bool changed;
+    rnnstate_error *err;
+} rewrite_ctx;
+
+/* Releases what the passes left in the context (not the model). */
+void ctx_free(rewrite_ctx *ctx);
+
+/* Records a value the pass disconnected, for the cleanup pass. */
+bool ctx_detach(rewrite_ctx *ctx, scope *sc, const char *name);
+
+/* Fails the pass with an out-of-memory error. */
+rnnstate_status ctx_oom(rewrite_ctx *ctx);
+
+/* The name template (see rnnstate_options) expanded for one slot; a new
+ * string, or NULL when out of memory. */
+char *expand_name_template(const char *tmpl, const char *op, int k, const char *node_name,
+                           const char *slot);
+
+#endif

@@ -1,0 +1,45 @@
+/* state/plan: the state pass's view of one recurrent node, and the analysis
+ * that fills it (phase 1, see state.h). */
+#ifndef RNNSTATE_STATE_PLAN_H
+#define RNNSTATE_STATE_PLAN_H
+
+#include "state/defaults.h"
+#include "state/trace.h"
+
+typedef struct slot_plan {
+    state_source source;
+    const char *reached;        /* main-graph output Y_h reaches through data movement */
+    const char *reached_direct; /* ... with no op on the way */
+    const char *reset_of;       /* the model's own state input, when this constant initial
+                                 * state only resets a state the model already carries */
+} slot_plan;
+
+typedef struct node_plan {
+    recurrent_shape rs;
+    slot_plan slots[RECURRENT_MAX_SLOTS]; /* rs.op->n_slots of them */
+    size_t report_node;
+    bool skipped;
+} node_plan;
+
+typedef struct plan_list {
+    node_plan *plans;
+    size_t n;
+} plan_list;
+
+/* True for a constant source whose every element is zero. */
+bool source_is_zero(const state_source *s);
+
+/* Plans every recurrent node of every graph, adding one report entry per
+ * node (skipped nodes get their reason here). */
+rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list);
+void plan_list_free(plan_list *list);
+
+/* The name of a new state input or output ("initial" or "Y"): the name
+ * template expanded, made unique in the model. */
+char *slot_name(rewrite_ctx *ctx, const recurrent_shape *rs, const char *what, int slot);
+
+/* The other branch of the If node holding `branch`, or NULL when the If lacks
+ * one (an invalid model). */
+Onnx__GraphProto *sibling_branch(const Onnx__NodeProto *if_node, const Onnx__GraphProto *branch);
+
+#endif
