@@ -547,15 +547,25 @@ static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int
     return rank;
 }
 
+/* Squeeze and Unsqueeze: the rank of input 0 and the axes (attribute or
+ * input 1), or false when either is unknown. */
+static bool rank_and_axes(shape_query *q, const scope *s, const Onnx__NodeProto *p, int depth,
+                          int64_t *rank, int64_t **axes, size_t *n)
+{
+    *axes = NULL;
+    *n = 0;
+    *rank = infer_rank(q, s, str_or_empty(p->input[0]), depth + 1);
+    return *rank >= 0 && int_list(s, p, "axes", 1, axes, n);
+}
+
 /* Squeeze: output axis `axis` is the axis-th input axis not squeezed. */
 static bool through_squeeze(shape_query *q, const scope *s, const Onnx__NodeProto *p,
                             int64_t axis, int depth, dim_info *out)
 {
     const char *in0 = str_or_empty(p->input[0]);
-    int64_t *axes = NULL;
-    size_t n = 0;
-    int64_t r = infer_rank(q, s, in0, depth + 1);
-    if (r < 0 || !int_list(s, p, "axes", 1, &axes, &n))
+    int64_t *axes, r;
+    size_t n;
+    if (!rank_and_axes(q, s, p, depth, &r, &axes, &n))
         return true; /* unknown */
     int64_t kept = -1, in_axis = -1;
     for (int64_t i = 0; i < r && in_axis < 0; i++) {
@@ -573,10 +583,9 @@ static bool through_unsqueeze(shape_query *q, const scope *s, const Onnx__NodePr
                               int64_t axis, int depth, dim_info *out)
 {
     const char *in0 = str_or_empty(p->input[0]);
-    int64_t *axes = NULL;
-    size_t n = 0;
-    int64_t r = infer_rank(q, s, in0, depth + 1);
-    if (r < 0 || !int_list(s, p, "axes", 1, &axes, &n))
+    int64_t *axes, r;
+    size_t n;
+    if (!rank_and_axes(q, s, p, depth, &r, &axes, &n))
         return true;
     int64_t out_rank = r + (int64_t)n, before = 0;
     bool inserted = false;
