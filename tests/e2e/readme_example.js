@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// The README's JavaScript streaming example, kept runnable so it cannot rot.
+// The JavaScript streaming example of docs/streaming.md, kept runnable so it cannot rot.
 //
 //   node readme_example.js --original denoiser_gru.onnx \
 //       --model denoiser_gru.stateful.onnx --report denoiser_gru.report.json
@@ -9,7 +9,7 @@
 //   rnnstate-rewrite --state-inputs=required --json denoiser_gru.onnx \
 //       -o denoiser_gru.stateful.onnx > denoiser_gru.report.json
 // (run_readme_example.sh does that). The code between the README markers
-// below must appear verbatim in README.md (checked first). Then the example's
+// below must appear verbatim in docs/streaming.md (checked first). Then the example's
 // function runs x [2, 12, 8] in 3 chunks of 4 frames; the masks put together
 // must equal one call over the whole sequence, which must equal the original
 // model's output; and feeding zeros at every chunk instead (forgetting the
@@ -58,8 +58,8 @@ async function main(argv) {
   const self = fs.readFileSync(__filename, 'utf8');
   const block = self.slice(self.indexOf('// README example begin\n') + '// README example begin\n'.length,
     self.indexOf('// README example end\n'));
-  const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
-  check('README.md shows this example verbatim', readme.includes('```js\n' + block + '```\n'));
+  const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'streaming.md'), 'utf8');
+  check('docs/streaming.md shows this example verbatim', readme.includes('```js\n' + block + '```\n'));
 
   const x = lib.randomTensor('float32', [2, 12, 8], 1234, 'x');
   const chunks = lib.splitRanges(12, 3).map(([s, e]) => lib.toOrt(ort, lib.sliceAxis(x, 1, s, e)));
