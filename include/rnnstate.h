@@ -26,7 +26,25 @@
  *
  * Errors: every function that can fail returns an rnnstate_status and, when
  * `err` is not NULL, fills it with the same status and a one-line message that
- * names the file (or buffer) and the problem. */
+ * names the file (or buffer) and the problem. Each function lists the statuses
+ * it can return. Pointer arguments must not be NULL unless the function says
+ * so; `err` and every options pointer may always be NULL (options: the
+ * defaults).
+ *
+ * Options structs (rnnstate_limits, rnnstate_save_options, rnnstate_options)
+ * can gain fields in later versions without breaking programs compiled
+ * against this header. Their first field, `struct_size`, is the size of the
+ * struct as the caller knows it; the matching *_init() function sets it and
+ * every other field's default. Always fill an options struct with its
+ * *_init() function, then change the fields you need. The library reads only
+ * the fields that fit in `struct_size`: fields a newer library added after
+ * them keep their defaults. A struct_size of 0 (a struct never initialised) or
+ * larger than the library knows (a header newer than the library) is refused
+ * with RNNSTATE_ERR_ARGUMENT.
+ *
+ * Compile and link with `pkg-config --cflags --libs rnnstate`, or in CMake
+ * find_package(rnnstate) and target_link_libraries(app PRIVATE
+ * rnnstate::rnnstate). Only the rnnstate_* functions below are exported. */
 #ifndef RNNSTATE_H
 #define RNNSTATE_H
 
@@ -35,11 +53,23 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rnnstate_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define RNNSTATE_VERSION_STRING "0.1.0"
+/* Marks the exported functions: the library is compiled with hidden
+ * visibility, so nothing else leaves it. */
+#if defined(__GNUC__) && !defined(RNNSTATE_STATIC_BUILD)
+#define RNNSTATE_API __attribute__((visibility("default")))
+#else
+#define RNNSTATE_API
+#endif
+
+/* The version of the library the program runs with, e.g. "0.1.0" (the
+ * header's is RNNSTATE_VERSION_STRING, from rnnstate_version.h). */
+RNNSTATE_API const char *rnnstate_version(void);
 
 typedef enum rnnstate_status {
     RNNSTATE_OK = 0,
@@ -62,6 +92,8 @@ typedef struct rnnstate_model rnnstate_model;
 /* What the loader accepts. Hostile input is refused with a message rather
  * than crashing, hanging or exhausting memory. */
 typedef struct rnnstate_limits {
+    size_t struct_size;     /* set by rnnstate_limits_init(), see "Options structs" */
+    /* Zero in any of the fields below means its default. */
     size_t max_model_bytes; /* larger files are refused (default 2 GiB, protobuf's own limit) */
     size_t max_nesting;     /* nested messages: subgraphs, types (default 256) */
     /* Reading a file, initializers of the main graph with at least this many
@@ -75,60 +107,93 @@ typedef struct rnnstate_limits {
 #define RNNSTATE_DEFAULT_MAX_NESTING ((size_t)256)
 #define RNNSTATE_DEFAULT_LAZY_TENSOR_BYTES ((size_t)64 << 10)
 
-/* Fills `limits` with the defaults. Every load function takes NULL for them. */
-void rnnstate_limits_init(rnnstate_limits *limits);
+/* Fills `limits` with the defaults and sets its struct_size. Every load
+ * function takes NULL for the defaults. */
+RNNSTATE_API void rnnstate_limits_init(rnnstate_limits *limits);
 
 /* Reads and parses an ONNX model. `path` is opened read-only and never
  * modified; large initializers are left in the file until the model is saved
  * (see rnnstate_limits), so the file stays open until rnnstate_model_free().
  * On success *model is a new model the caller frees with
- * rnnstate_model_free(); on failure *model is NULL. */
-rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits *limits,
+ * rnnstate_model_free(); on failure *model is NULL. `limits` may be NULL.
+ *
+ * Returns RNNSTATE_OK; RNNSTATE_ERR_IO when the file cannot be opened or read
+ * (or is a directory); RNNSTATE_ERR_NOT_MODEL when its bytes are not an ONNX
+ * model (empty, truncated, corrupt, no graph); RNNSTATE_ERR_INVALID when it
+ * is larger than limits->max_model_bytes or nests deeper than
+ * limits->max_nesting; RNNSTATE_ERR_NOMEM; RNNSTATE_ERR_ARGUMENT when
+ * `limits` was not initialised (see "Options structs"). The same for the two
+ * functions below. */
+RNNSTATE_API rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits *limits,
                                          rnnstate_model **model, rnnstate_error *err);
 
 /* Reads a model from an open file descriptor until end of file (e.g. 0 for
  * standard input); `label` names it in messages. The descriptor stays open. */
-rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
+RNNSTATE_API rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
                                        rnnstate_model **model, rnnstate_error *err);
 
 /* Parses an ONNX model from `size` bytes at `data` (copied as needed; the
  * caller keeps ownership of `data`). `label` names the buffer in messages
- * (e.g. "<stdin>"). */
-rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const char *label,
+ * (e.g. "<stdin>"). RNNSTATE_ERR_IO does not occur. */
+RNNSTATE_API rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const char *label,
                                            const rnnstate_limits *limits, rnnstate_model **model,
                                            rnnstate_error *err);
+
+typedef struct rnnstate_save_options {
+    size_t struct_size; /* set by rnnstate_save_options_init(), see "Options structs" */
+    /* Skip fsync() before the rename: much faster for large models on slow
+     * disks, and still atomic for the processes that read the file, but a
+     * crash of the machine soon after may leave an empty or partial file.
+     * Default: false. */
+    bool no_sync;
+} rnnstate_save_options;
+
+/* Fills `options` with the defaults and sets its struct_size. */
+RNNSTATE_API void rnnstate_save_options_init(rnnstate_save_options *options);
 
 /* Serializes the model and writes it to `path` atomically: into a temporary
  * file in the same directory, flushed to disk, then renamed over `path`. On
  * any failure no file is left at `path` (a previous file there is kept) and
  * the temporary file is removed. Initializers stored in external files keep
- * resolving: their relative locations are rewritten for the new directory
- * (the external files themselves are never read or copied). */
-typedef struct rnnstate_save_options {
-    /* Skip fsync() before the rename: much faster for large models on slow
-     * disks, and still atomic for the processes that read the file, but a
-     * crash of the machine soon after may leave an empty or partial file. */
-    bool no_sync;
-} rnnstate_save_options;
-
-rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
-                                         const rnnstate_save_options *options,
-                                         rnnstate_error *err);
+ * resolving: their relative locations are written for the new directory (the
+ * external files themselves are never read or copied). The model is not
+ * modified. `options` may be NULL for the defaults.
+ *
+ * Returns RNNSTATE_OK; RNNSTATE_ERR_IO when the file cannot be written (or
+ * `path` is a directory), when the model's source file cannot be read for its
+ * weights, or when an external data file cannot be found; RNNSTATE_ERR_INVALID
+ * when the model exceeds protobuf's 2 GiB limit, or an external data file
+ * would lie outside the output's directory; RNNSTATE_ERR_NOMEM;
+ * RNNSTATE_ERR_ARGUMENT when `options` was not initialised. */
+RNNSTATE_API rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
+                                                      const rnnstate_save_options *options,
+                                                      rnnstate_error *err);
 
 /* Writes the serialized model to an open file descriptor (a pipe, standard
  * output), streaming large initializers from the source file like
  * rnnstate_model_save_file(), but without its atomicity. `label` names the
- * destination in messages. */
-rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, const char *label,
-                                       rnnstate_error *err);
+ * destination in messages. The model is not modified.
+ *
+ * Returns RNNSTATE_OK; RNNSTATE_ERR_IO when writing fails or the model's
+ * source file cannot be read for its weights; RNNSTATE_ERR_INVALID when the
+ * model exceeds protobuf's 2 GiB limit; RNNSTATE_ERR_NOMEM. */
+RNNSTATE_API rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd,
+                                                    const char *label, rnnstate_error *err);
 
 /* Serializes the model into a new buffer *data of *size bytes, which the
- * caller frees with rnnstate_buffer_free(). */
-rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned char **data,
-                                           size_t *size, rnnstate_error *err);
+ * caller frees with rnnstate_buffer_free(); on failure *data is NULL and
+ * *size 0. The model is not modified.
+ *
+ * Returns RNNSTATE_OK; RNNSTATE_ERR_IO when the model's source file cannot be
+ * read for its weights; RNNSTATE_ERR_INVALID when the model exceeds
+ * protobuf's 2 GiB limit; RNNSTATE_ERR_NOMEM. */
+RNNSTATE_API rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model,
+                                                        unsigned char **data, size_t *size,
+                                                        rnnstate_error *err);
 
-void rnnstate_model_free(rnnstate_model *model);
-void rnnstate_buffer_free(unsigned char *data);
+/* Free what the functions above hand out; NULL is accepted and ignored. */
+RNNSTATE_API void rnnstate_model_free(rnnstate_model *model);
+RNNSTATE_API void rnnstate_buffer_free(unsigned char *data);
 
 /* ---- rewriting --------------------------------------------------------- */
 
@@ -142,7 +207,8 @@ typedef enum rnnstate_state_inputs {
 } rnnstate_state_inputs;
 
 typedef struct rnnstate_options {
-    rnnstate_state_inputs state_inputs;
+    size_t struct_size; /* set by rnnstate_options_init(), see "Options structs" */
+    rnnstate_state_inputs state_inputs; /* default: RNNSTATE_STATE_INPUTS_OPTIONAL */
     /* Names of new state inputs and outputs. Placeholders: {op} (RNN, GRU,
      * LSTM), {k} (that op's count in graph order), {name} (the node's name),
      * {slot} (initial_h, initial_c, Y_h, Y_c). Must contain {slot} and one of
@@ -151,14 +217,15 @@ typedef struct rnnstate_options {
     /* Shell globs (fnmatch) on node names. A node is rewritten when it
      * matches an include pattern (or there are none) and no exclude pattern;
      * the others are reported as skipped. The arrays are borrowed for the
-     * duration of the call. */
+     * duration of the call. Default: none. */
     size_t n_include;
     const char *const *include;
     size_t n_exclude;
     const char *const *exclude;
     /* Rewrite layout=1 (batch-first) recurrent nodes to layout 0 between
      * Transpose nodes, which ONNX Runtime can run; their state is then
-     * exposed in the layout-0 shape [num_directions, batch, hidden]. */
+     * exposed in the layout-0 shape [num_directions, batch, hidden].
+     * Default: false. */
     bool to_layout0;
 } rnnstate_options;
 
@@ -166,15 +233,15 @@ typedef struct rnnstate_options {
 
 /* True when `name_template` (NULL: the default) is usable; rnnstate_rewrite()
  * refuses others with RNNSTATE_ERR_ARGUMENT. */
-bool rnnstate_name_template_valid(const char *name_template);
+RNNSTATE_API bool rnnstate_name_template_valid(const char *name_template);
 
 /* The metadata_props key under which a rewritten model lists its state pairs
  * as JSON: [{"input": ..., "output": ..., "shape": [...], "dtype": ...,
  * "optional": ...}], the map OpenVINO's MakeStateful transformation takes. */
 #define RNNSTATE_METADATA_KEY "rnnstate.state"
 
-/* Fills `options` with the defaults (optional state inputs). */
-void rnnstate_options_init(rnnstate_options *options);
+/* Fills `options` with the defaults and sets its struct_size. */
+RNNSTATE_API void rnnstate_options_init(rnnstate_options *options);
 
 typedef enum rnnstate_node_status {
     RNNSTATE_NODE_UPDATED,         /* state inputs or outputs were added */
@@ -230,26 +297,39 @@ typedef struct rnnstate_report {
 
 /* Rewrites `model` in place. `options` may be NULL for the defaults. On
  * success *report describes every recurrent node (free it with
- * rnnstate_report_free()). On failure (only when memory runs out) the model
- * may be partly rewritten: free it rather than save it. */
-rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *options,
-                                 rnnstate_report **report, rnnstate_error *err);
+ * rnnstate_report_free()); on failure *report is NULL.
+ *
+ * Returns RNNSTATE_OK; RNNSTATE_ERR_ARGUMENT when the name template is not
+ * usable (see rnnstate_name_template_valid()) or `options` was not
+ * initialised: the model is untouched; RNNSTATE_ERR_INVALID when the graph's
+ * names clash (a value produced twice, duplicate inputs, outputs or
+ * initializers), found before anything is changed, or an If node lacks a
+ * branch; RNNSTATE_ERR_IO when a weight left in the source file (see
+ * rnnstate_limits) cannot be read; RNNSTATE_ERR_NOMEM. After a failure other
+ * than RNNSTATE_ERR_ARGUMENT the model may be partly rewritten: free it
+ * rather than save it. */
+RNNSTATE_API rnnstate_status rnnstate_rewrite(rnnstate_model *model,
+                                              const rnnstate_options *options,
+                                              rnnstate_report **report, rnnstate_error *err);
 
-void rnnstate_report_free(rnnstate_report *report);
+/* NULL is accepted and ignored. */
+RNNSTATE_API void rnnstate_report_free(rnnstate_report *report);
 
 /* Verifies the structure of a (re-loaded) rewritten model against the report
  * of its rewrite: every state pair's input is a graph input that something
  * reads and its output a graph output that a node produces; graph input,
  * output and initializer names are unique; every value is produced once.
- * Returns RNNSTATE_ERR_INVALID with the first problem found. */
-rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate_report *report,
-                                     rnnstate_error *err);
+ * Returns RNNSTATE_OK; RNNSTATE_ERR_INVALID with the first problem found;
+ * RNNSTATE_ERR_NOMEM. */
+RNNSTATE_API rnnstate_status rnnstate_model_check(const rnnstate_model *model,
+                                                  const rnnstate_report *report,
+                                                  rnnstate_error *err);
 
 /* Writes the report as text, one line per recurrent node, each line prefixed
  * with `label` (usually the model's file name). With `verbose`, each node's
  * decisions follow it. */
-void rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
-                                FILE *out);
+RNNSTATE_API void rnnstate_report_write_text(const rnnstate_report *report, const char *label,
+                                             bool verbose, FILE *out);
 
 /* The outcome of one model in a run over several, for the JSON report. */
 typedef struct rnnstate_model_result {
@@ -261,7 +341,8 @@ typedef struct rnnstate_model_result {
 
 /* Writes one JSON document describing `n` model results (the format of the
  * command line's --json). Returns false on a write error. */
-bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n, FILE *out);
+RNNSTATE_API bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n,
+                                             FILE *out);
 
 #ifdef __cplusplus
 }

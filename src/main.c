@@ -228,7 +228,7 @@ static int parse_args(int argc, char **argv, cli *c)
                                    optarg);
             break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
-        case 'V': printf("rnnstate-rewrite %s\n", RNNSTATE_VERSION_STRING); return EXIT_OK;
+        case 'V': printf("rnnstate-rewrite %s\n", rnnstate_version()); return EXIT_OK;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -424,7 +424,9 @@ static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *mo
                  j->output, strerror(errno));
         return err->status = RNNSTATE_ERR_IO;
     }
-    rnnstate_save_options options = { .no_sync = c->no_sync };
+    rnnstate_save_options options;
+    rnnstate_save_options_init(&options);
+    options.no_sync = c->no_sync;
     return rnnstate_model_save_file(model, j->output, &options, err);
 }
 

@@ -20,29 +20,32 @@
 
 #include "lazy_scan.h"
 #include "model.h"
+#include "options.h"
 #include "wire_scan.h"
 
 void rnnstate_limits_init(rnnstate_limits *limits)
 {
+    limits->struct_size = sizeof *limits;
     limits->max_model_bytes = RNNSTATE_DEFAULT_MAX_MODEL_BYTES;
     limits->max_nesting = RNNSTATE_DEFAULT_MAX_NESTING;
     limits->lazy_tensor_bytes = RNNSTATE_DEFAULT_LAZY_TENSOR_BYTES;
 }
 
-/* Zero fields of the caller's limits mean "the default". */
-static rnnstate_limits limits_or_defaults(const rnnstate_limits *limits)
+/* The caller's limits (NULL: the defaults) in *l; zero fields mean "the
+ * default". */
+static rnnstate_status read_limits(const rnnstate_limits *limits, rnnstate_limits *l,
+                                   rnnstate_error *err)
 {
-    rnnstate_limits l;
-    rnnstate_limits_init(&l);
-    if (limits) {
-        if (limits->max_model_bytes)
-            l.max_model_bytes = limits->max_model_bytes;
-        if (limits->max_nesting)
-            l.max_nesting = limits->max_nesting;
-        if (limits->lazy_tensor_bytes)
-            l.lazy_tensor_bytes = limits->lazy_tensor_bytes;
-    }
-    return l;
+    rnnstate_limits_init(l);
+    rnnstate_limits given = *l;
+    rnnstate_status st = options_read(&given, sizeof given, limits, "rnnstate_limits", err);
+    if (given.max_model_bytes)
+        l->max_model_bytes = given.max_model_bytes;
+    if (given.max_nesting)
+        l->max_nesting = given.max_nesting;
+    if (given.lazy_tensor_bytes)
+        l->lazy_tensor_bytes = given.lazy_tensor_bytes;
+    return st;
 }
 
 static rnnstate_status too_large(const char *label, size_t limit, rnnstate_error *err)
@@ -152,7 +155,10 @@ rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const 
     *model = NULL;
     if (!label)
         label = "<memory>";
-    rnnstate_limits l = limits_or_defaults(limits);
+    rnnstate_limits l;
+    rnnstate_status st = read_limits(limits, &l, err);
+    if (st != RNNSTATE_OK)
+        return st;
     if (size > l.max_model_bytes)
         return too_large(label, l.max_model_bytes, err);
     return unpack(data, size, label, &l, model, err);
@@ -225,12 +231,14 @@ rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits
                                          rnnstate_model **model, rnnstate_error *err)
 {
     *model = NULL;
-    rnnstate_limits l = limits_or_defaults(limits);
+    rnnstate_limits l;
+    rnnstate_status status = read_limits(limits, &l, err);
+    if (status != RNNSTATE_OK)
+        return status;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return set_error(err, RNNSTATE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    rnnstate_status status;
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
         status = set_error(err, RNNSTATE_ERR_IO, "%s: is a directory, not a model file", path);
     else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
@@ -279,11 +287,13 @@ rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate
                                        rnnstate_model **model, rnnstate_error *err)
 {
     *model = NULL;
-    rnnstate_limits l = limits_or_defaults(limits);
+    rnnstate_limits l;
+    rnnstate_status status = read_limits(limits, &l, err);
+    if (status != RNNSTATE_OK)
+        return status;
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0)
         return load_regular_file(fd, (uint64_t)st.st_size, label, NULL, &l, model, err);
-    rnnstate_status status;
     int spooled = open_spool_file();
     if (spooled >= 0) {
         uint64_t size = 0;

@@ -26,6 +26,7 @@
 #include "array.h"
 #include "wire.h"
 #include "model.h"
+#include "options.h"
 #include "onnx_build.h"
 
 #define FIELD_GRAPH_KEY ((7 << 3) | 2)       /* ModelProto.graph */
@@ -263,10 +264,10 @@ static bool emit_initializer(sink *s, const rnnstate_model *m, const Onnx__Tenso
  * ones copied from the source file, the others packed. The graph's other
  * fields come first, then its initializers, then nothing: protobuf allows
  * any field order, and merges nothing here (each field appears once). */
-static rnnstate_status emit_model(const rnnstate_model *m, sink *s, rnnstate_error *err)
+static rnnstate_status emit_model(const rnnstate_model *m, const Onnx__ModelProto *proto, sink *s,
+                                  rnnstate_error *err)
 {
-    Onnx__ModelProto *proto = m->proto;
-    Onnx__GraphProto *g = proto->graph;
+    const Onnx__GraphProto *g = proto->graph;
     if (!m->n_lazy) {
         sink_message(s, &proto->base);
     } else {
@@ -275,18 +276,19 @@ static rnnstate_status emit_model(const rnnstate_model *m, sink *s, rnnstate_err
         uint64_t graph_size = 0;
         for (size_t i = 0; i < n_inits; i++)
             graph_size += initializer_field_size(m, inits[i]);
-        /* the const model's arrays are detached for packing and put back */
-        g->initializer = NULL;
-        g->n_initializer = 0;
-        graph_size += onnx__graph_proto__get_packed_size(g);
-        proto->graph = NULL;
+        /* shallow copies without the graph and its initializers are packed:
+         * the model itself is not touched (it may be saved from several
+         * threads at once) */
+        Onnx__GraphProto bare_graph = *g;
+        bare_graph.initializer = NULL;
+        bare_graph.n_initializer = 0;
+        Onnx__ModelProto bare_model = *proto;
+        bare_model.graph = NULL;
+        graph_size += onnx__graph_proto__get_packed_size(&bare_graph);
         unsigned char key = FIELD_GRAPH_KEY;
-        bool ok = graph_size <= MAX_PROTOBUF_BYTES && sink_message(s, &proto->base) &&
+        bool ok = graph_size <= MAX_PROTOBUF_BYTES && sink_message(s, &bare_model.base) &&
                   sink_write(s, &key, 1) && sink_varint(s, graph_size) &&
-                  sink_message(s, &g->base);
-        proto->graph = g;
-        g->initializer = inits;
-        g->n_initializer = n_inits;
+                  sink_message(s, &bare_graph.base);
         if (graph_size > MAX_PROTOBUF_BYTES)
             return set_error(err, RNNSTATE_ERR_INVALID,
                              "%s: the rewritten model exceeds the 2 GiB protobuf limit", m->label);
@@ -307,7 +309,7 @@ rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned
     *data = NULL;
     *size = 0;
     sink s = { .fd = -1, .src_fd = model->source_fd };
-    rnnstate_status st = emit_model(model, &s, err);
+    rnnstate_status st = emit_model(model, model->proto, &s, err);
     if (st == RNNSTATE_OK && s.error)
         st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot read the source file: %s", model->label,
                        strerror(s.error));
@@ -322,15 +324,15 @@ rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned
 
 /* ---- external data --------------------------------------------------------- */
 
-/* A location string changed for the output, to be put back afterwards. */
-typedef struct relocation {
-    char **field;
-    char *original;
-} relocation;
-
+/* The model as it is written into another directory: the path from its root
+ * to every tensor whose external data location changes is copied (a
+ * shallow copy of each message on the way, sharing everything else), so
+ * the model itself is never modified. */
 typedef struct relocations {
-    relocation *items;
-    size_t n;
+    Onnx__ModelProto model; /* what to write when graph_copy is not NULL */
+    Onnx__GraphProto *graph_copy;
+    void **blocks; /* every allocation of the copies */
+    size_t n_blocks;
     const char *source_dir;
     char *out_dir; /* resolved */
     const char *label;
@@ -372,62 +374,144 @@ static char *relative_path(const char *from, const char *to)
     return sb_detach(&sb);
 }
 
-static void relocate_tensor(relocations *r, Onnx__TensorProto *t)
+/* Keeps `block` (NULL: out of memory) for release_relocations(). */
+static void *keep(relocations *r, void *block)
 {
-    if (r->status != RNNSTATE_OK || !t->has_data_location ||
-        t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        return;
-    for (size_t i = 0; i < t->n_external_data; i++) {
-        Onnx__StringStringEntryProto *e = t->external_data[i];
-        if (strcmp(str_or_empty(e->key), "location") || !e->value || e->value[0] == '/')
-            continue;
-        char joined[PATH_MAX * 2], target[PATH_MAX];
-        snprintf(joined, sizeof joined, "%s/%s", r->source_dir, e->value);
-        if (!realpath(joined, target)) {
-            r->status = set_error(r->err, RNNSTATE_ERR_IO,
-                                  "%s: external data file '%s' of tensor '%s' cannot be found "
-                                  "(%s)",
-                                  r->label, e->value, str_or_empty(t->name), strerror(errno));
-            return;
-        }
-        char *rel = relative_path(r->out_dir, target);
-        if (rel && !strncmp(rel, "../", 3)) {
-            /* ONNX Runtime refuses external data outside the model's directory */
-            r->status = set_error(r->err, RNNSTATE_ERR_INVALID,
-                                  "%s: tensor '%s' is stored in external file '%s', which would "
-                                  "lie outside the output's directory (ONNX Runtime refuses "
-                                  "that): write the output in '%s' or a directory above it, or "
-                                  "copy the file next to the output",
-                                  r->label, str_or_empty(t->name), e->value, r->source_dir);
-            free(rel);
-            return;
-        }
-        relocation *grown = rel ? owned_array_grow(r->items, r->n, sizeof *grown) : NULL;
-        if (!grown) {
-            free(rel);
+    void **grown = block ? owned_array_grow(r->blocks, r->n_blocks, sizeof *grown) : NULL;
+    if (!grown) {
+        free(block);
+        if (r->status == RNNSTATE_OK)
             r->status = set_error(r->err, RNNSTATE_ERR_NOMEM, "%s: out of memory", r->label);
-            return;
-        }
-        r->items = grown;
-        r->items[r->n++] = (relocation){ &e->value, e->value };
-        e->value = rel;
+        return NULL;
     }
+    r->blocks = grown;
+    r->blocks[r->n_blocks++] = block;
+    return block;
 }
 
-static void relocate_graph(relocations *r, Onnx__GraphProto *g)
+static void *keep_copy(relocations *r, const void *from, size_t size)
 {
-    for (size_t i = 0; i < g->n_initializer; i++)
-        relocate_tensor(r, g->initializer[i]);
-    for (size_t n = 0; n < g->n_node; n++)
-        for (size_t a = 0; a < g->node[n]->n_attribute; a++) {
-            Onnx__AttributeProto *attr = g->node[n]->attribute[a];
-            if (attr->t)
-                relocate_tensor(r, attr->t);
-            if (attr->g)
-                relocate_graph(r, attr->g);
-            for (size_t k = 0; k < attr->n_graphs; k++)
-                relocate_graph(r, attr->graphs[k]);
+    void *block = malloc(size);
+    if (block)
+        memcpy(block, from, size);
+    return keep(r, block);
+}
+
+/* The location of external file `location` of tensor `t`, relative to the
+ * output's directory; NULL on error (r->status). */
+static char *relocated_location(relocations *r, const Onnx__TensorProto *t, const char *location)
+{
+    char joined[PATH_MAX * 2], target[PATH_MAX];
+    snprintf(joined, sizeof joined, "%s/%s", r->source_dir, location);
+    if (!realpath(joined, target)) {
+        r->status = set_error(r->err, RNNSTATE_ERR_IO,
+                              "%s: external data file '%s' of tensor '%s' cannot be found (%s)",
+                              r->label, location, str_or_empty(t->name), strerror(errno));
+        return NULL;
+    }
+    char *rel = keep(r, relative_path(r->out_dir, target));
+    if (rel && !strncmp(rel, "../", 3)) {
+        /* ONNX Runtime refuses external data outside the model's directory */
+        r->status = set_error(r->err, RNNSTATE_ERR_INVALID,
+                              "%s: tensor '%s' is stored in external file '%s', which would "
+                              "lie outside the output's directory (ONNX Runtime refuses "
+                              "that): write the output in '%s' or a directory above it, or "
+                              "copy the file next to the output",
+                              r->label, str_or_empty(t->name), location, r->source_dir);
+        return NULL;
+    }
+    return rel;
+}
+
+/* Each relocated_* function returns a copy of its message with the external
+ * data locations inside changed, or NULL when nothing inside changes (or on
+ * error, in r->status). */
+static Onnx__TensorProto *relocated_tensor(relocations *r, const Onnx__TensorProto *t)
+{
+    if (!t->has_data_location || t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return NULL;
+    Onnx__TensorProto *copy = NULL;
+    for (size_t i = 0; r->status == RNNSTATE_OK && i < t->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[i];
+        if (strcmp(str_or_empty(e->key), "location") || !e->value || e->value[0] == '/')
+            continue;
+        char *rel = relocated_location(r, t, e->value);
+        if (rel && !copy && (copy = keep_copy(r, t, sizeof *t)))
+            copy->external_data =
+                keep_copy(r, t->external_data, t->n_external_data * sizeof *copy->external_data);
+        Onnx__StringStringEntryProto *entry =
+            copy && copy->external_data ? keep_copy(r, e, sizeof *e) : NULL;
+        if (entry) {
+            entry->value = rel;
+            copy->external_data[i] = entry;
         }
+    }
+    return r->status == RNNSTATE_OK ? copy : NULL;
+}
+
+static Onnx__GraphProto *relocated_graph(relocations *r, const Onnx__GraphProto *g);
+
+static Onnx__AttributeProto *relocated_attribute(relocations *r, const Onnx__AttributeProto *a)
+{
+    Onnx__TensorProto *t = a->t ? relocated_tensor(r, a->t) : NULL;
+    Onnx__GraphProto *g = a->g ? relocated_graph(r, a->g) : NULL;
+    Onnx__GraphProto **graphs = NULL;
+    for (size_t k = 0; r->status == RNNSTATE_OK && k < a->n_graphs; k++) {
+        Onnx__GraphProto *sub = relocated_graph(r, a->graphs[k]);
+        if (sub && (graphs || (graphs = keep_copy(r, a->graphs, a->n_graphs * sizeof *graphs))))
+            graphs[k] = sub;
+    }
+    if (r->status != RNNSTATE_OK || (!t && !g && !graphs))
+        return NULL;
+    Onnx__AttributeProto *copy = keep_copy(r, a, sizeof *a);
+    if (copy) {
+        copy->t = t ? t : a->t;
+        copy->g = g ? g : a->g;
+        copy->graphs = graphs ? graphs : a->graphs;
+    }
+    return copy;
+}
+
+static Onnx__NodeProto *relocated_node(relocations *r, const Onnx__NodeProto *node)
+{
+    Onnx__AttributeProto **attrs = NULL;
+    for (size_t a = 0; r->status == RNNSTATE_OK && a < node->n_attribute; a++) {
+        Onnx__AttributeProto *attr = relocated_attribute(r, node->attribute[a]);
+        if (attr && (attrs || (attrs = keep_copy(r, node->attribute,
+                                                 node->n_attribute * sizeof *attrs))))
+            attrs[a] = attr;
+    }
+    if (r->status != RNNSTATE_OK || !attrs)
+        return NULL;
+    Onnx__NodeProto *copy = keep_copy(r, node, sizeof *node);
+    if (copy)
+        copy->attribute = attrs;
+    return copy;
+}
+
+static Onnx__GraphProto *relocated_graph(relocations *r, const Onnx__GraphProto *g)
+{
+    Onnx__TensorProto **inits = NULL;
+    for (size_t i = 0; r->status == RNNSTATE_OK && i < g->n_initializer; i++) {
+        Onnx__TensorProto *t = relocated_tensor(r, g->initializer[i]);
+        if (t && (inits || (inits = keep_copy(r, g->initializer,
+                                              g->n_initializer * sizeof *inits))))
+            inits[i] = t;
+    }
+    Onnx__NodeProto **nodes = NULL;
+    for (size_t n = 0; r->status == RNNSTATE_OK && n < g->n_node; n++) {
+        Onnx__NodeProto *node = relocated_node(r, g->node[n]);
+        if (node && (nodes || (nodes = keep_copy(r, g->node, g->n_node * sizeof *nodes))))
+            nodes[n] = node;
+    }
+    if (r->status != RNNSTATE_OK || (!inits && !nodes))
+        return NULL;
+    Onnx__GraphProto *copy = keep_copy(r, g, sizeof *g);
+    if (copy) {
+        copy->initializer = inits ? inits : g->initializer;
+        copy->node = nodes ? nodes : g->node;
+    }
+    return copy;
 }
 
 static const char *external_location(const Onnx__TensorProto *t)
@@ -458,18 +542,23 @@ static const char *first_external_location(const Onnx__GraphProto *g)
     return found;
 }
 
-static void undo_relocations(relocations *r)
+static void release_relocations(relocations *r)
 {
-    for (size_t i = r->n; i-- > 0;) {
-        free(*r->items[i].field);
-        *r->items[i].field = r->items[i].original;
-    }
-    free(r->items);
+    for (size_t i = 0; i < r->n_blocks; i++)
+        free(r->blocks[i]);
+    free(r->blocks);
     free(r->out_dir);
 }
 
+/* The model to write: the relocated copy, or the model itself. */
+static const Onnx__ModelProto *relocated_model(const rnnstate_model *m, const relocations *r)
+{
+    return r->graph_copy ? &r->model : m->proto;
+}
+
 /* Points external data locations at the same files from the output's
- * directory. The external files are never read or copied. */
+ * directory, in a copy (see relocations). The external files are never read
+ * or copied. */
 static rnnstate_status relocate_external_data(const rnnstate_model *m, const char *path,
                                               relocations *r, rnnstate_error *err)
 {
@@ -499,7 +588,9 @@ static rnnstate_status relocate_external_data(const rnnstate_model *m, const cha
     if (!(r->out_dir = strdup(resolved)))
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
     r->source_dir = m->source_dir;
-    relocate_graph(r, m->proto->graph);
+    r->graph_copy = relocated_graph(r, m->proto->graph);
+    r->model = *m->proto;
+    r->model.graph = r->graph_copy;
     return r->status;
 }
 
@@ -531,6 +622,7 @@ static char *temp_name_for(const char *path)
 
 typedef struct emit_job {
     const rnnstate_model *model;
+    const Onnx__ModelProto *proto; /* the model's, or its relocated copy */
     bool sync;
     const sigset_t *abort_on;
     rnnstate_error *err;
@@ -542,7 +634,7 @@ static int emit_to_fd(emit_job *job, int fd, bool sync)
 {
     sink s = { .fd = fd, .src_fd = job->model->source_fd, .start_writeback = sync && job->sync,
                .abort_on = job->abort_on };
-    job->status = emit_model(job->model, &s, job->err);
+    job->status = emit_model(job->model, job->proto, &s, job->err);
     if (job->status != RNNSTATE_OK)
         return -1;
     if (s.error)
@@ -694,20 +786,25 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
                                          const rnnstate_save_options *options,
                                          rnnstate_error *err)
 {
+    rnnstate_save_options o;
+    rnnstate_save_options_init(&o);
+    rnnstate_status st = options_read(&o, sizeof o, options, "rnnstate_save_options", err);
+    if (st != RNNSTATE_OK)
+        return st;
     relocations r;
-    rnnstate_status st = relocate_external_data(model, path, &r, err);
+    st = relocate_external_data(model, path, &r, err);
     if (st == RNNSTATE_OK) {
-        emit_job job = { model, !(options && options->no_sync), NULL, err, RNNSTATE_OK };
+        emit_job job = { model, relocated_model(model, &r), !o.no_sync, NULL, err, RNNSTATE_OK };
         st = write_atomically(path, &job, err);
     }
-    undo_relocations(&r);
+    release_relocations(&r);
     return st;
 }
 
 rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, const char *label,
                                        rnnstate_error *err)
 {
-    emit_job job = { model, false, NULL, err, RNNSTATE_OK };
+    emit_job job = { model, model->proto, false, NULL, err, RNNSTATE_OK };
     int e = emit_to_fd(&job, fd, false);
     if (e < 0)
         return job.status;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
 #include "passes.h"
 
 static const rewrite_pass passes[] = {
@@ -14,6 +15,7 @@ static const rewrite_pass passes[] = {
 void rnnstate_options_init(rnnstate_options *options)
 {
     memset(options, 0, sizeof *options);
+    options->struct_size = sizeof *options;
     options->state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;
 }
 
@@ -23,15 +25,16 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
     *report = NULL;
     rewrite_ctx ctx = { .model = model->proto, .graph = model->proto->graph,
                         .label = model->label, .err = err };
-    if (options)
-        ctx.options = *options;
-    else
-        rnnstate_options_init(&ctx.options);
+    rnnstate_options_init(&ctx.options);
+    rnnstate_status st =
+        options_read(&ctx.options, sizeof ctx.options, options, "rnnstate_options", err);
+    if (st != RNNSTATE_OK)
+        return st;
     if (!rnnstate_name_template_valid(ctx.options.name_template))
         return set_error(err, RNNSTATE_ERR_ARGUMENT,
                          "name template '%s' must contain {slot} and one of {k} or {name}",
                          ctx.options.name_template);
-    rnnstate_status st = validate_graph_names(ctx.graph, ctx.label, err);
+    st = validate_graph_names(ctx.graph, ctx.label, err);
     if (st != RNNSTATE_OK)
         return st;
     if (!report_builder_init(&ctx.report) || !scope_tree_build(&ctx.scopes, model) ||

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The libraries export the API and nothing else: the shared library's
+# dynamic symbols and the static library's global symbols are exactly the
+# functions include/rnnstate.h declares with RNNSTATE_API (no internals such
+# as set_error or strmap_get, no onnx__* protobuf-c bindings). Run by ctest:
+#   test_exports.sh SHARED_LIB STATIC_LIB RNNSTATE_H
+set -u
+shared=$1 static=$2 header=$3
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+
+api=$(grep '^RNNSTATE_API' "$header" | grep -o 'rnnstate_[a-z0-9_]*(' | tr -d '(' | sort)
+if [ "$(echo "$api" | wc -l)" -lt 15 ]; then
+  fail "API functions found in $header" "only: $api"
+fi
+
+# check NAME SYMBOLS: SYMBOLS (one per line) are exactly the API
+check() {
+  local name=$1 symbols=$2
+  local extra missing
+  extra=$(comm -13 <(echo "$api") <(echo "$symbols"))
+  missing=$(comm -23 <(echo "$api") <(echo "$symbols"))
+  if [ -n "$extra" ]; then
+    fail "$name exports only the API" "$(echo "$extra" | wc -l) more: $(echo $extra | cut -c1-300)"
+  elif [ -n "$missing" ]; then
+    fail "$name exports the whole API" "missing: $(echo $missing)"
+  else
+    pass "$name: exactly the $(echo "$api" | wc -l) rnnstate_* functions of rnnstate.h"
+  fi
+}
+
+check "shared library (nm -D --defined-only)" \
+  "$(nm -D --defined-only "$shared" | awk '{ print $3 }' | sort -u)"
+check "static library (nm -g --defined-only)" \
+  "$(nm -g --defined-only "$static" | awk 'NF == 3 { print $3 }' | sort -u)"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
