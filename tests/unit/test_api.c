@@ -1,0 +1,536 @@
+/* The API's promises (issue 12): one version; options structs that can grow
+ * (struct_size, *_init, NULL for the defaults, uninitialised or newer ones
+ * refused); and `const` models that saving never modifies, even while a save
+ * is under way (so the same model can be saved from two threads at once). */
+#define _GNU_SOURCE /* F_GETPIPE_SZ */
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "model_builder.h"
+
+/* ---- helpers --------------------------------------------------------------- */
+
+/* One GRU with a dynamic batch, whose initial state the rewrite exposes. */
+static unsigned char *gru_model_bytes(size_t *size)
+{
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    mb_weights(m, MB_FLOAT, "W", "R", 1, 3, 4, 3, 0.1);
+    mb_recurrent(m, "GRU", "gru", 4, NULL, "X,W,R", "Y");
+    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
+    unsigned char *bytes = mb_pack(m, size);
+    mb_free(m);
+    return bytes;
+}
+
+static rnnstate_model *load_bytes(const unsigned char *bytes, size_t size)
+{
+    rnnstate_model *model = NULL;
+    rnnstate_error err;
+    if (rnnstate_model_load_memory(bytes, size, "api.onnx", NULL, &model, &err) != RNNSTATE_OK)
+        fail_msg("load: %s", err.message);
+    return model;
+}
+
+static unsigned char *save_bytes(const rnnstate_model *model, size_t *size)
+{
+    unsigned char *out;
+    rnnstate_error err;
+    if (rnnstate_model_save_memory(model, &out, size, &err) != RNNSTATE_OK)
+        fail_msg("save: %s", err.message);
+    return out;
+}
+
+static char *make_temp_dir(void)
+{
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char *dir = malloc(strlen(base) + 32);
+    assert_non_null(dir);
+    sprintf(dir, "%s/rnnstate-api-XXXXXX", base);
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+    char *p = malloc(strlen(dir) + strlen(name) + 2);
+    assert_non_null(p);
+    sprintf(p, "%s/%s", dir, name);
+    return p;
+}
+
+static void write_whole(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, size, f), size);
+    assert_int_equal(fclose(f), 0);
+}
+
+static unsigned char *read_whole(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char *buf = malloc(1 << 20);
+    assert_non_null(buf);
+    *size = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    return buf;
+}
+
+/* ---- version --------------------------------------------------------------- */
+
+static void test_version_is_the_headers(void **state)
+{
+    (void)state;
+    char expected[64];
+    snprintf(expected, sizeof expected, "%d.%d.%d", RNNSTATE_VERSION_MAJOR,
+             RNNSTATE_VERSION_MINOR, RNNSTATE_VERSION_PATCH);
+    assert_string_equal(RNNSTATE_VERSION_STRING, expected);
+    assert_string_equal(rnnstate_version(), expected);
+}
+
+/* ---- options structs -------------------------------------------------------- */
+
+static void test_init_sets_struct_size_and_defaults(void **state)
+{
+    (void)state;
+    rnnstate_limits limits;
+    memset(&limits, 0xff, sizeof limits);
+    rnnstate_limits_init(&limits);
+    assert_int_equal(limits.struct_size, sizeof limits);
+    assert_int_equal(limits.max_model_bytes, RNNSTATE_DEFAULT_MAX_MODEL_BYTES);
+    assert_int_equal(limits.max_nesting, RNNSTATE_DEFAULT_MAX_NESTING);
+    assert_int_equal(limits.lazy_tensor_bytes, RNNSTATE_DEFAULT_LAZY_TENSOR_BYTES);
+
+    rnnstate_save_options save;
+    memset(&save, 0xff, sizeof save);
+    rnnstate_save_options_init(&save);
+    assert_int_equal(save.struct_size, sizeof save);
+    assert_false(save.no_sync);
+
+    rnnstate_options options;
+    memset(&options, 0xff, sizeof options);
+    rnnstate_options_init(&options);
+    assert_int_equal(options.struct_size, sizeof options);
+    assert_int_equal(options.state_inputs, RNNSTATE_STATE_INPUTS_OPTIONAL);
+    assert_null(options.name_template);
+    assert_int_equal(options.n_include, 0);
+    assert_int_equal(options.n_exclude, 0);
+    assert_false(options.to_layout0);
+}
+
+/* A program compiled when rnnstate_options ended before name_template: the
+ * library reads state_inputs, and the later fields keep their defaults
+ * whatever lies in memory after the caller's struct. */
+static void test_options_are_read_up_to_their_struct_size(void **state)
+{
+    (void)state;
+    rnnstate_options options;
+    rnnstate_options_init(&options);
+    options.state_inputs = RNNSTATE_STATE_INPUTS_REQUIRED;
+    options.name_template = "not a template"; /* beyond struct_size: never read */
+    options.struct_size = offsetof(rnnstate_options, name_template);
+    size_t size;
+    unsigned char *bytes = gru_model_bytes(&size);
+    mb_run run;
+    mb_rewrite_bytes(bytes, size, &options, &run);
+    assert_int_equal(run.report->n_pairs, 1);
+    assert_string_equal(run.report->pairs[0].input, "GRU_0_initial_h");
+    assert_false(run.report->pairs[0].optional);
+    mb_run_free(&run);
+
+    options.struct_size = sizeof options; /* now the template is read: refused */
+    rnnstate_model *model = load_bytes(bytes, size);
+    rnnstate_report *report = (rnnstate_report *)&options;
+    rnnstate_error err;
+    assert_int_equal(rnnstate_rewrite(model, &options, &report, &err), RNNSTATE_ERR_ARGUMENT);
+    assert_null(report);
+    rnnstate_model_free(model);
+    free(bytes);
+}
+
+/* rewrite with options of struct_size `struct_size`: refused with
+ * RNNSTATE_ERR_ARGUMENT and a message containing `what`; the model is
+ * untouched (it saves to the bytes it was loaded from). */
+static void assert_rewrite_refuses_struct_size(size_t struct_size, const char *what)
+{
+    struct {
+        rnnstate_options options;
+        char newer_fields[16];
+    } newer;
+    memset(&newer, 0, sizeof newer);
+    rnnstate_options_init(&newer.options);
+    newer.options.struct_size = struct_size;
+    size_t size, saved_size;
+    unsigned char *bytes = gru_model_bytes(&size);
+    rnnstate_model *model = load_bytes(bytes, size);
+    rnnstate_report *report = NULL;
+    rnnstate_error err;
+    assert_int_equal(rnnstate_rewrite(model, &newer.options, &report, &err),
+                     RNNSTATE_ERR_ARGUMENT);
+    assert_int_equal(err.status, RNNSTATE_ERR_ARGUMENT);
+    assert_null(report);
+    assert_non_null(strstr(err.message, what));
+    unsigned char *saved = save_bytes(model, &saved_size);
+    assert_int_equal(saved_size, size);
+    assert_memory_equal(saved, bytes, size);
+    rnnstate_buffer_free(saved);
+    rnnstate_model_free(model);
+    free(bytes);
+}
+
+static void test_uninitialised_options_are_refused(void **state)
+{
+    (void)state;
+    assert_rewrite_refuses_struct_size(0, "rnnstate_options: struct_size is 0: fill the struct "
+                                          "with rnnstate_options_init() first");
+}
+
+static void test_options_of_a_newer_header_are_refused(void **state)
+{
+    (void)state;
+    assert_rewrite_refuses_struct_size(sizeof(rnnstate_options) + 8, "newer rnnstate.h");
+}
+
+static void test_uninitialised_limits_are_refused(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *bytes = gru_model_bytes(&size);
+    rnnstate_limits limits = { 0 };
+    rnnstate_model *model = (rnnstate_model *)&limits;
+    rnnstate_error err;
+    assert_int_equal(rnnstate_model_load_memory(bytes, size, "api.onnx", &limits, &model, &err),
+                     RNNSTATE_ERR_ARGUMENT);
+    assert_null(model);
+    assert_non_null(strstr(err.message, "rnnstate_limits_init()"));
+    assert_int_equal(rnnstate_model_load_file("/nonexistent", &limits, &model, &err),
+                     RNNSTATE_ERR_ARGUMENT);
+    assert_int_equal(rnnstate_model_load_fd(0, "<stdin>", &limits, &model, &err),
+                     RNNSTATE_ERR_ARGUMENT);
+    free(bytes);
+}
+
+static void test_uninitialised_save_options_are_refused_and_nothing_written(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *bytes = gru_model_bytes(&size);
+    rnnstate_model *model = load_bytes(bytes, size);
+    char *dir = make_temp_dir(), *out = path_in(dir, "out.onnx");
+    rnnstate_save_options options = { 0 };
+    rnnstate_error err;
+    assert_int_equal(rnnstate_model_save_file(model, out, &options, &err), RNNSTATE_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "rnnstate_save_options_init()"));
+    assert_int_equal(access(out, F_OK), -1);
+    rnnstate_save_options_init(&options);
+    assert_int_equal(rnnstate_model_save_file(model, out, &options, &err), RNNSTATE_OK);
+    assert_int_equal(unlink(out), 0);
+    assert_int_equal(rmdir(dir), 0);
+    rnnstate_model_free(model);
+    free(out);
+    free(dir);
+    free(bytes);
+}
+
+static void test_null_options_are_the_defaults(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *bytes = gru_model_bytes(&size);
+    char *dir = make_temp_dir(), *in = path_in(dir, "in.onnx"), *out = path_in(dir, "out.onnx");
+    write_whole(in, bytes, size);
+    rnnstate_model *model = NULL;
+    rnnstate_report *report = NULL;
+    assert_int_equal(rnnstate_model_load_file(in, NULL, &model, NULL), RNNSTATE_OK);
+    assert_int_equal(rnnstate_rewrite(model, NULL, &report, NULL), RNNSTATE_OK);
+    assert_true(report->pairs[0].optional);
+    assert_int_equal(rnnstate_model_save_file(model, out, NULL, NULL), RNNSTATE_OK);
+    assert_int_equal(access(out, F_OK), 0);
+    rnnstate_report_free(report);
+    rnnstate_model_free(model);
+    unlink(in);
+    unlink(out);
+    rmdir(dir);
+    free(in);
+    free(out);
+    free(dir);
+    free(bytes);
+}
+
+/* ---- const models are not modified by saving ----------------------------------- */
+
+/* A save that stops in the middle: it writes into a pipe that nobody reads
+ * until it is full, so the writer blocks halfway through the model, and the
+ * test looks at the model meanwhile. */
+typedef struct paused_save {
+    const rnnstate_model *model;
+    int fd;           /* save_fd into this pipe, or */
+    const char *path; /* save_file to this FIFO */
+    rnnstate_status status;
+    pthread_t thread;
+} paused_save;
+
+static void *run_save(void *arg)
+{
+    paused_save *p = arg;
+    rnnstate_error err;
+    if (p->path)
+        p->status = rnnstate_model_save_file(p->model, p->path, NULL, &err);
+    else
+        p->status = rnnstate_model_save_fd(p->model, p->fd, "<pipe>", &err);
+    return NULL;
+}
+
+/* Waits until the pipe read from `fd` is full (the writer is blocked). Its
+ * pages fill up to a page less than its capacity: the small writes that
+ * begin a model share its first page. */
+static void wait_until_full(int fd)
+{
+    int capacity = fcntl(fd, F_GETPIPE_SZ);
+    assert_true(capacity > 4096);
+    for (int i = 0; i < 20000; i++) {
+        int queued = 0;
+        assert_int_equal(ioctl(fd, FIONREAD, &queued), 0);
+        if (queued >= capacity - 4096)
+            return;
+        usleep(500);
+    }
+    fail_msg("the save never filled the pipe: the model is too small to pause it");
+}
+
+/* Reads `fd` until `size` bytes or end of file. */
+static unsigned char *drain(int fd, size_t size, size_t *got)
+{
+    unsigned char *buf = malloc(size);
+    assert_non_null(buf);
+    *got = 0;
+    ssize_t n;
+    while (*got < size && (n = read(fd, buf + *got, size - *got)) > 0)
+        *got += (size_t)n;
+    return buf;
+}
+
+/* The GRU model followed by `n` Identity nodes: a graph larger than a pipe
+ * holds. */
+static unsigned char *long_model_bytes(size_t n, size_t *size)
+{
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    mb_weights(m, MB_FLOAT, "W", "R", 1, 3, 4, 3, 0.1);
+    mb_recurrent(m, "GRU", "gru", 4, NULL, "X,W,R", "Y0");
+    char in[32], out[32];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(in, sizeof in, "Y%zu", i);
+        snprintf(out, sizeof out, "Y%zu", i + 1);
+        mb_node(m, "Identity", out, in, out);
+    }
+    mb_output(m, out, MB_FLOAT, "T,1,batch,4");
+    unsigned char *bytes = mb_pack(m, size);
+    mb_free(m);
+    return bytes;
+}
+
+/* Weights left in the file (lazy): the writer packs the graph without them
+ * and copies them from the file. */
+static void test_a_model_with_lazy_weights_is_whole_while_it_is_saved(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *bytes = long_model_bytes(4000, &size);
+    char *dir = make_temp_dir(), *in = path_in(dir, "in.onnx");
+    write_whole(in, bytes, size);
+    rnnstate_limits limits;
+    rnnstate_limits_init(&limits);
+    limits.lazy_tensor_bytes = 16; /* W and R stay in the file */
+    rnnstate_model *model = NULL;
+    rnnstate_error err;
+    assert_int_equal(rnnstate_model_load_file(in, &limits, &model, &err), RNNSTATE_OK);
+    size_t before_size, after_size;
+    unsigned char *before = save_bytes(model, &before_size);
+
+    int pipe_fds[2];
+    assert_int_equal(pipe(pipe_fds), 0);
+    paused_save p = { .model = model, .fd = pipe_fds[1] };
+    assert_int_equal(pthread_create(&p.thread, NULL, run_save, &p), 0);
+    wait_until_full(pipe_fds[0]);
+    /* the writer is blocked halfway: the model is whole, and saves the same */
+    unsigned char *after = save_bytes(model, &after_size);
+    assert_int_equal(after_size, before_size);
+    assert_memory_equal(after, before, before_size);
+    size_t streamed_size;
+    unsigned char *streamed = drain(pipe_fds[0], before_size, &streamed_size);
+    assert_int_equal(pthread_join(p.thread, NULL), 0);
+    assert_int_equal(p.status, RNNSTATE_OK);
+    assert_int_equal(streamed_size, before_size);
+    assert_memory_equal(streamed, before, before_size);
+    free(streamed);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    /* the lazy path writes initializers last: the same model, not the same bytes */
+    Onnx__ModelProto *reread = onnx__model_proto__unpack(NULL, after_size, after);
+    assert_non_null(reread);
+    assert_string_equal(mb_initializer_names(reread->graph), "W,R");
+    onnx__model_proto__free_unpacked(reread, NULL);
+    rnnstate_buffer_free(before);
+    rnnstate_buffer_free(after);
+    rnnstate_model_free(model);
+    unlink(in);
+    rmdir(dir);
+    free(in);
+    free(dir);
+    free(bytes);
+}
+
+/* A tensor whose data is in external file `location`. */
+static Onnx__TensorProto *external_tensor(const char *name, const char *location)
+{
+    const float values[2] = { 1, 2 };
+    Onnx__TensorProto *t = mb_tensor_float(name, MB_DIMS(2), values);
+    free(t->raw_data.data);
+    t->raw_data.data = NULL;
+    t->raw_data.len = 0;
+    t->has_raw_data = 0;
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    Onnx__StringStringEntryProto *e = malloc(sizeof *e);
+    t->external_data = malloc(sizeof *t->external_data);
+    assert_non_null(e);
+    assert_non_null(t->external_data);
+    onnx__string_string_entry_proto__init(e);
+    e->key = strdup("location");
+    e->value = strdup(location);
+    t->external_data[0] = e;
+    t->n_external_data = 1;
+    return t;
+}
+
+/* The location of the external data of the main graph's initializer and of
+ * the Constant in the If's then_branch, "main|then". */
+static const char *external_locations(const unsigned char *bytes, size_t size)
+{
+    static char buf[512];
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, bytes);
+    assert_non_null(m);
+    const Onnx__NodeProto *if_node = mb_find_node(m->graph, "if");
+    assert_non_null(if_node);
+    const Onnx__GraphProto *then_g = mb_find_attr(if_node, "then_branch")->g;
+    snprintf(buf, sizeof buf, "%s|%s", m->graph->initializer[0]->external_data[0]->value,
+             mb_find_attr(then_g->node[0], "value")->t->external_data[0]->value);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return buf;
+}
+
+/* External data in the main graph and in an If branch, saved into other
+ * directories: the output gets relocated paths, and the model keeps its own,
+ * also while a save is under way. */
+static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsewhere(void **state)
+{
+    (void)state;
+    char *root = make_temp_dir(), *src = path_in(root, "src"), *sub = path_in(src, "sub");
+    assert_int_equal(mkdir(src, 0777), 0);
+    assert_int_equal(mkdir(sub, 0777), 0);
+    char *weights = path_in(sub, "w.bin"), *in = path_in(sub, "in.onnx");
+    write_whole(weights, "\0\0\x80?\0\0\0@", 8);
+
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    mb_initializer(m, external_tensor("W", "w.bin"));
+    Onnx__NodeProto *if_node = mb_node(m, "If", "if", "cond", "Y0");
+    Onnx__GraphProto *then_g = mb_attr_graph(if_node, "then_branch", "then");
+    Onnx__GraphProto *else_g = mb_attr_graph(if_node, "else_branch", "else");
+    Onnx__NodeProto *c = mb_graph_node(then_g, "Constant", "c", "", "Y_then");
+    mb_attr_tensor(c, "value", external_tensor("", "w.bin"));
+    mb_graph_output(then_g, "Y_then", MB_FLOAT, "2");
+    mb_graph_node(else_g, "Identity", "i", "W", "Y_else");
+    mb_graph_output(else_g, "Y_else", MB_FLOAT, "2");
+    char value[32], next[32];
+    for (int i = 0; i < 4000; i++) { /* more than a pipe holds */
+        snprintf(value, sizeof value, "Y%d", i);
+        snprintf(next, sizeof next, "Y%d", i + 1);
+        mb_node(m, "Identity", next, value, next);
+    }
+    mb_output(m, next, MB_FLOAT, "2");
+    size_t size;
+    unsigned char *bytes = mb_pack(m, &size);
+    mb_free(m);
+    write_whole(in, bytes, size);
+
+    rnnstate_model *model = NULL;
+    rnnstate_error err;
+    assert_int_equal(rnnstate_model_load_file(in, NULL, &model, &err), RNNSTATE_OK);
+    char *out_a = path_in(src, "a.onnx"), *fifo_b = path_in(root, "b.onnx");
+    assert_int_equal(rnnstate_model_save_file(model, out_a, NULL, &err), RNNSTATE_OK);
+    size_t a_size;
+    unsigned char *a = read_whole(out_a, &a_size);
+    assert_string_equal(external_locations(a, a_size), "sub/w.bin|sub/w.bin");
+
+    /* a save to a FIFO in root/, paused halfway */
+    assert_int_equal(mkfifo(fifo_b, 0600), 0);
+    paused_save p = { .model = model, .path = fifo_b };
+    assert_int_equal(pthread_create(&p.thread, NULL, run_save, &p), 0);
+    int fd = open(fifo_b, O_RDONLY);
+    assert_true(fd >= 0);
+    wait_until_full(fd);
+    size_t saved_size;
+    unsigned char *saved = save_bytes(model, &saved_size);
+    assert_int_equal(saved_size, size);
+    assert_memory_equal(saved, bytes, size);
+    size_t b_size;
+    unsigned char *b = drain(fd, 4 * size, &b_size);
+    assert_int_equal(pthread_join(p.thread, NULL), 0);
+    assert_int_equal(p.status, RNNSTATE_OK);
+    assert_string_equal(external_locations(b, b_size), "src/sub/w.bin|src/sub/w.bin");
+
+    close(fd);
+    rnnstate_buffer_free(saved);
+    free(a);
+    free(b);
+    rnnstate_model_free(model);
+    unlink(out_a);
+    unlink(fifo_b);
+    unlink(in);
+    unlink(weights);
+    rmdir(sub);
+    rmdir(src);
+    rmdir(root);
+    free(out_a);
+    free(fifo_b);
+    free(in);
+    free(weights);
+    free(sub);
+    free(src);
+    free(root);
+    free(bytes);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_is_the_headers),
+        cmocka_unit_test(test_init_sets_struct_size_and_defaults),
+        cmocka_unit_test(test_options_are_read_up_to_their_struct_size),
+        cmocka_unit_test(test_uninitialised_options_are_refused),
+        cmocka_unit_test(test_options_of_a_newer_header_are_refused),
+        cmocka_unit_test(test_uninitialised_limits_are_refused),
+        cmocka_unit_test(test_uninitialised_save_options_are_refused_and_nothing_written),
+        cmocka_unit_test(test_null_options_are_the_defaults),
+        cmocka_unit_test(test_a_model_with_lazy_weights_is_whole_while_it_is_saved),
+        cmocka_unit_test(test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsewhere),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
