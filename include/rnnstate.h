@@ -61,7 +61,7 @@ extern "C" {
 
 /* Marks the exported functions: the library is compiled with hidden
  * visibility, so nothing else leaves it. */
-#if defined(__GNUC__) && !defined(RNNSTATE_STATIC_BUILD)
+#if defined(__GNUC__)
 #define RNNSTATE_API __attribute__((visibility("default")))
 #else
 #define RNNSTATE_API

@@ -67,7 +67,7 @@ build() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   targets=("$@")
-  cmake -S "$root" -B "$dir" -DRNNSTATE_BUILD_TESTS=ON "${args[@]}" > "$dir.configure.log" 2>&1 ||
+  cmake -S "$root" -B "$dir" -DRNNSTATE_BUILD_TESTS=ON -DRNNSTATE_WERROR=ON "${args[@]}" > "$dir.configure.log" 2>&1 ||
     { tail -30 "$dir.configure.log"; return 1; }
   local t=()
   for x in "${targets[@]}"; do t+=(--target "$x"); done
