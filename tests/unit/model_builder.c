@@ -517,6 +517,54 @@ void mb_run_free(mb_run *run)
     memset(run, 0, sizeof *run);
 }
 
+void mb_assert_saves_as(const rnnstate_model *model, const unsigned char *bytes, size_t size)
+{
+    unsigned char *out;
+    size_t out_size;
+    rnnstate_error err;
+    if (rnnstate_model_save_memory(model, &out, &out_size, &err) != RNNSTATE_OK)
+        fail_msg("save: %s", err.message);
+    assert_int_equal(out_size, size);
+    assert_memory_equal(out, bytes, size);
+    rnnstate_buffer_free(out);
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+char *mb_temp_dir(void)
+{
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char *dir = xmalloc(strlen(base) + 32);
+    sprintf(dir, "%s/rnnstate-unit-XXXXXX", base);
+    assert_non_null(mkdtemp(dir));
+    return dir;
+}
+
+char *mb_path_in(const char *dir, const char *name)
+{
+    char *p = xmalloc(strlen(dir) + strlen(name) + 2);
+    sprintf(p, "%s/%s", dir, name);
+    return p;
+}
+
+unsigned char *mb_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char *buf = xmalloc(1 << 20);
+    *size = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    return buf;
+}
+
+void mb_write_file(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, size, f), size);
+    assert_int_equal(fclose(f), 0);
+}
+
 /* ---- inspecting ---------------------------------------------------------- */
 
 static Onnx__ValueInfoProto *find_vi(Onnx__ValueInfoProto **vis, size_t n, const char *name)

@@ -137,6 +137,19 @@ void mb_rewrite(Onnx__ModelProto *m, const rnnstate_options *options, mb_run *ru
 void mb_rewrite_bytes(const unsigned char *bytes, size_t size, const rnnstate_options *options,
                       mb_run *run);
 void mb_run_free(mb_run *run);
+/* Fails the running test unless `model` saves (to memory) to exactly `size`
+ * bytes equal to `bytes`. */
+void mb_assert_saves_as(const rnnstate_model *model, const unsigned char *bytes, size_t size);
+
+/* ---- files ----------------------------------------------------------------- */
+
+/* A new directory under $TMPDIR (or /tmp); the caller removes and frees it. */
+char *mb_temp_dir(void);
+/* "dir/name", malloc'd. */
+char *mb_path_in(const char *dir, const char *name);
+/* The first MiB of a file, malloc'd; *size its length. */
+unsigned char *mb_read_file(const char *path, size_t *size);
+void mb_write_file(const char *path, const void *data, size_t size);
 
 /* ---- inspecting ---------------------------------------------------------- */
 

@@ -23,14 +23,22 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-/* One GRU with a dynamic batch, whose initial state the rewrite exposes. */
-static unsigned char *gru_model_bytes(size_t *size)
+/* One GRU with a dynamic batch, whose initial state the rewrite exposes,
+ * followed by `n` Identity nodes (enough to make a graph larger than a pipe
+ * holds). */
+static unsigned char *long_model_bytes(size_t n, size_t *size)
 {
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "X", MB_FLOAT, "T,batch,3");
     mb_weights(m, MB_FLOAT, "W", "R", 1, 3, 4, 3, 0.1);
-    mb_recurrent(m, "GRU", "gru", 4, NULL, "X,W,R", "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
+    mb_recurrent(m, "GRU", "gru", 4, NULL, "X,W,R", "Y0");
+    char in[32], out[32] = "Y0";
+    for (size_t i = 0; i < n; i++) {
+        snprintf(in, sizeof in, "Y%zu", i);
+        snprintf(out, sizeof out, "Y%zu", i + 1);
+        mb_node(m, "Identity", out, in, out);
+    }
+    mb_output(m, out, MB_FLOAT, "T,1,batch,4");
     unsigned char *bytes = mb_pack(m, size);
     mb_free(m);
     return bytes;
@@ -52,43 +60,6 @@ static unsigned char *save_bytes(const rnnstate_model *model, size_t *size)
     if (rnnstate_model_save_memory(model, &out, size, &err) != RNNSTATE_OK)
         fail_msg("save: %s", err.message);
     return out;
-}
-
-static char *make_temp_dir(void)
-{
-    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char *dir = malloc(strlen(base) + 32);
-    assert_non_null(dir);
-    sprintf(dir, "%s/rnnstate-api-XXXXXX", base);
-    assert_non_null(mkdtemp(dir));
-    return dir;
-}
-
-static char *path_in(const char *dir, const char *name)
-{
-    char *p = malloc(strlen(dir) + strlen(name) + 2);
-    assert_non_null(p);
-    sprintf(p, "%s/%s", dir, name);
-    return p;
-}
-
-static void write_whole(const char *path, const void *data, size_t size)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, size, f), size);
-    assert_int_equal(fclose(f), 0);
-}
-
-static unsigned char *read_whole(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    unsigned char *buf = malloc(1 << 20);
-    assert_non_null(buf);
-    *size = fread(buf, 1, 1 << 20, f);
-    fclose(f);
-    return buf;
 }
 
 /* ---- version --------------------------------------------------------------- */
@@ -145,7 +116,7 @@ static void test_options_are_read_up_to_their_struct_size(void **state)
     options.name_template = "not a template"; /* beyond struct_size: never read */
     options.struct_size = offsetof(rnnstate_options, name_template);
     size_t size;
-    unsigned char *bytes = gru_model_bytes(&size);
+    unsigned char *bytes = long_model_bytes(0, &size);
     mb_run run;
     mb_rewrite_bytes(bytes, size, &options, &run);
     assert_int_equal(run.report->n_pairs, 1);
@@ -175,8 +146,8 @@ static void assert_rewrite_refuses_struct_size(size_t struct_size, const char *w
     memset(&newer, 0, sizeof newer);
     rnnstate_options_init(&newer.options);
     newer.options.struct_size = struct_size;
-    size_t size, saved_size;
-    unsigned char *bytes = gru_model_bytes(&size);
+    size_t size;
+    unsigned char *bytes = long_model_bytes(0, &size);
     rnnstate_model *model = load_bytes(bytes, size);
     rnnstate_report *report = NULL;
     rnnstate_error err;
@@ -185,10 +156,7 @@ static void assert_rewrite_refuses_struct_size(size_t struct_size, const char *w
     assert_int_equal(err.status, RNNSTATE_ERR_ARGUMENT);
     assert_null(report);
     assert_non_null(strstr(err.message, what));
-    unsigned char *saved = save_bytes(model, &saved_size);
-    assert_int_equal(saved_size, size);
-    assert_memory_equal(saved, bytes, size);
-    rnnstate_buffer_free(saved);
+    mb_assert_saves_as(model, bytes, size);
     rnnstate_model_free(model);
     free(bytes);
 }
@@ -210,7 +178,7 @@ static void test_uninitialised_limits_are_refused(void **state)
 {
     (void)state;
     size_t size;
-    unsigned char *bytes = gru_model_bytes(&size);
+    unsigned char *bytes = long_model_bytes(0, &size);
     rnnstate_limits limits = { 0 };
     rnnstate_model *model = (rnnstate_model *)&limits;
     rnnstate_error err;
@@ -229,9 +197,9 @@ static void test_uninitialised_save_options_are_refused_and_nothing_written(void
 {
     (void)state;
     size_t size;
-    unsigned char *bytes = gru_model_bytes(&size);
+    unsigned char *bytes = long_model_bytes(0, &size);
     rnnstate_model *model = load_bytes(bytes, size);
-    char *dir = make_temp_dir(), *out = path_in(dir, "out.onnx");
+    char *dir = mb_temp_dir(), *out = mb_path_in(dir, "out.onnx");
     rnnstate_save_options options = { 0 };
     rnnstate_error err;
     assert_int_equal(rnnstate_model_save_file(model, out, &options, &err), RNNSTATE_ERR_ARGUMENT);
@@ -251,9 +219,9 @@ static void test_null_options_are_the_defaults(void **state)
 {
     (void)state;
     size_t size;
-    unsigned char *bytes = gru_model_bytes(&size);
-    char *dir = make_temp_dir(), *in = path_in(dir, "in.onnx"), *out = path_in(dir, "out.onnx");
-    write_whole(in, bytes, size);
+    unsigned char *bytes = long_model_bytes(0, &size);
+    char *dir = mb_temp_dir(), *in = mb_path_in(dir, "in.onnx"), *out = mb_path_in(dir, "out.onnx");
+    mb_write_file(in, bytes, size);
     rnnstate_model *model = NULL;
     rnnstate_report *report = NULL;
     assert_int_equal(rnnstate_model_load_file(in, NULL, &model, NULL), RNNSTATE_OK);
@@ -325,26 +293,6 @@ static unsigned char *drain(int fd, size_t size, size_t *got)
     return buf;
 }
 
-/* The GRU model followed by `n` Identity nodes: a graph larger than a pipe
- * holds. */
-static unsigned char *long_model_bytes(size_t n, size_t *size)
-{
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
-    mb_weights(m, MB_FLOAT, "W", "R", 1, 3, 4, 3, 0.1);
-    mb_recurrent(m, "GRU", "gru", 4, NULL, "X,W,R", "Y0");
-    char in[32], out[32];
-    for (size_t i = 0; i < n; i++) {
-        snprintf(in, sizeof in, "Y%zu", i);
-        snprintf(out, sizeof out, "Y%zu", i + 1);
-        mb_node(m, "Identity", out, in, out);
-    }
-    mb_output(m, out, MB_FLOAT, "T,1,batch,4");
-    unsigned char *bytes = mb_pack(m, size);
-    mb_free(m);
-    return bytes;
-}
-
 /* Weights left in the file (lazy): the writer packs the graph without them
  * and copies them from the file. */
 static void test_a_model_with_lazy_weights_is_whole_while_it_is_saved(void **state)
@@ -352,15 +300,15 @@ static void test_a_model_with_lazy_weights_is_whole_while_it_is_saved(void **sta
     (void)state;
     size_t size;
     unsigned char *bytes = long_model_bytes(4000, &size);
-    char *dir = make_temp_dir(), *in = path_in(dir, "in.onnx");
-    write_whole(in, bytes, size);
+    char *dir = mb_temp_dir(), *in = mb_path_in(dir, "in.onnx");
+    mb_write_file(in, bytes, size);
     rnnstate_limits limits;
     rnnstate_limits_init(&limits);
     limits.lazy_tensor_bytes = 16; /* W and R stay in the file */
     rnnstate_model *model = NULL;
     rnnstate_error err;
     assert_int_equal(rnnstate_model_load_file(in, &limits, &model, &err), RNNSTATE_OK);
-    size_t before_size, after_size;
+    size_t before_size;
     unsigned char *before = save_bytes(model, &before_size);
 
     int pipe_fds[2];
@@ -369,9 +317,7 @@ static void test_a_model_with_lazy_weights_is_whole_while_it_is_saved(void **sta
     assert_int_equal(pthread_create(&p.thread, NULL, run_save, &p), 0);
     wait_until_full(pipe_fds[0]);
     /* the writer is blocked halfway: the model is whole, and saves the same */
-    unsigned char *after = save_bytes(model, &after_size);
-    assert_int_equal(after_size, before_size);
-    assert_memory_equal(after, before, before_size);
+    mb_assert_saves_as(model, before, before_size);
     size_t streamed_size;
     unsigned char *streamed = drain(pipe_fds[0], before_size, &streamed_size);
     assert_int_equal(pthread_join(p.thread, NULL), 0);
@@ -382,12 +328,11 @@ static void test_a_model_with_lazy_weights_is_whole_while_it_is_saved(void **sta
     close(pipe_fds[0]);
     close(pipe_fds[1]);
     /* the lazy path writes initializers last: the same model, not the same bytes */
-    Onnx__ModelProto *reread = onnx__model_proto__unpack(NULL, after_size, after);
+    Onnx__ModelProto *reread = onnx__model_proto__unpack(NULL, before_size, before);
     assert_non_null(reread);
     assert_string_equal(mb_initializer_names(reread->graph), "W,R");
     onnx__model_proto__free_unpacked(reread, NULL);
     rnnstate_buffer_free(before);
-    rnnstate_buffer_free(after);
     rnnstate_model_free(model);
     unlink(in);
     rmdir(dir);
@@ -441,11 +386,11 @@ static const char *external_locations(const unsigned char *bytes, size_t size)
 static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsewhere(void **state)
 {
     (void)state;
-    char *root = make_temp_dir(), *src = path_in(root, "src"), *sub = path_in(src, "sub");
+    char *root = mb_temp_dir(), *src = mb_path_in(root, "src"), *sub = mb_path_in(src, "sub");
     assert_int_equal(mkdir(src, 0777), 0);
     assert_int_equal(mkdir(sub, 0777), 0);
-    char *weights = path_in(sub, "w.bin"), *in = path_in(sub, "in.onnx");
-    write_whole(weights, "\0\0\x80?\0\0\0@", 8);
+    char *weights = mb_path_in(sub, "w.bin"), *in = mb_path_in(sub, "in.onnx");
+    mb_write_file(weights, "\0\0\x80?\0\0\0@", 8);
 
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
@@ -468,15 +413,15 @@ static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsew
     size_t size;
     unsigned char *bytes = mb_pack(m, &size);
     mb_free(m);
-    write_whole(in, bytes, size);
+    mb_write_file(in, bytes, size);
 
     rnnstate_model *model = NULL;
     rnnstate_error err;
     assert_int_equal(rnnstate_model_load_file(in, NULL, &model, &err), RNNSTATE_OK);
-    char *out_a = path_in(src, "a.onnx"), *fifo_b = path_in(root, "b.onnx");
+    char *out_a = mb_path_in(src, "a.onnx"), *fifo_b = mb_path_in(root, "b.onnx");
     assert_int_equal(rnnstate_model_save_file(model, out_a, NULL, &err), RNNSTATE_OK);
     size_t a_size;
-    unsigned char *a = read_whole(out_a, &a_size);
+    unsigned char *a = mb_read_file(out_a, &a_size);
     assert_string_equal(external_locations(a, a_size), "sub/w.bin|sub/w.bin");
 
     /* a save to a FIFO in root/, paused halfway */
@@ -486,10 +431,7 @@ static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsew
     int fd = open(fifo_b, O_RDONLY);
     assert_true(fd >= 0);
     wait_until_full(fd);
-    size_t saved_size;
-    unsigned char *saved = save_bytes(model, &saved_size);
-    assert_int_equal(saved_size, size);
-    assert_memory_equal(saved, bytes, size);
+    mb_assert_saves_as(model, bytes, size);
     size_t b_size;
     unsigned char *b = drain(fd, 4 * size, &b_size);
     assert_int_equal(pthread_join(p.thread, NULL), 0);
@@ -497,7 +439,6 @@ static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsew
     assert_string_equal(external_locations(b, b_size), "src/sub/w.bin|src/sub/w.bin");
 
     close(fd);
-    rnnstate_buffer_free(saved);
     free(a);
     free(b);
     rnnstate_model_free(model);

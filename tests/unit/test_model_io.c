@@ -56,24 +56,6 @@ static void assert_load_fails(const void *data, size_t size, const char *label,
     assert_null(strchr(err.message, '\n')); /* one line */
 }
 
-static char *make_temp_dir(void)
-{
-    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char *dir = malloc(strlen(base) + 32);
-    assert_non_null(dir);
-    sprintf(dir, "%s/rnnstate-io-XXXXXX", base);
-    assert_non_null(mkdtemp(dir));
-    return dir;
-}
-
-static char *path_in(const char *dir, const char *name)
-{
-    char *p = malloc(strlen(dir) + strlen(name) + 2);
-    assert_non_null(p);
-    sprintf(p, "%s/%s", dir, name);
-    return p;
-}
-
 /* The names in a directory (without . and ..), sorted, comma-separated. */
 static char *dir_listing(const char *dir)
 {
@@ -101,25 +83,6 @@ static char *dir_listing(const char *dir)
         free(names[i]);
     }
     return out;
-}
-
-static unsigned char *read_whole(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    unsigned char *buf = malloc(1 << 20);
-    assert_non_null(buf);
-    *size = fread(buf, 1, 1 << 20, f);
-    fclose(f);
-    return buf;
-}
-
-static void write_whole(const char *path, const void *data, size_t size)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, size, f), size);
-    fclose(f);
 }
 
 static rnnstate_model *load_ok(const void *data, size_t size)
@@ -286,8 +249,8 @@ static void test_load_nesting_deeper_than_the_limit_is_refused(void **state)
 static void test_load_file_that_does_not_exist_fails_with_its_name(void **state)
 {
     (void)state;
-    char *dir = make_temp_dir();
-    char *path = path_in(dir, "missing.onnx");
+    char *dir = mb_temp_dir();
+    char *path = mb_path_in(dir, "missing.onnx");
     rnnstate_error err;
     rnnstate_model *model = NULL;
     assert_int_equal(rnnstate_model_load_file(path, NULL, &model, &err), RNNSTATE_ERR_IO);
@@ -301,7 +264,7 @@ static void test_load_file_that_does_not_exist_fails_with_its_name(void **state)
 static void test_load_file_that_is_a_directory_fails(void **state)
 {
     (void)state;
-    char *dir = make_temp_dir();
+    char *dir = mb_temp_dir();
     rnnstate_error err;
     rnnstate_model *model = NULL;
     assert_int_equal(rnnstate_model_load_file(dir, NULL, &model, &err), RNNSTATE_ERR_IO);
@@ -316,9 +279,9 @@ static void test_load_file_that_is_a_directory_fails(void **state)
 static void test_save_into_a_missing_directory_fails_and_leaves_no_file(void **state)
 {
     (void)state;
-    char *dir = make_temp_dir();
-    char *missing = path_in(dir, "no-such-dir");
-    char *path = path_in(missing, "out.onnx");
+    char *dir = mb_temp_dir();
+    char *missing = mb_path_in(dir, "no-such-dir");
+    char *path = mb_path_in(missing, "out.onnx");
     size_t size;
     unsigned char *bytes = small_model_bytes(&size);
     rnnstate_model *model = load_ok(bytes, size);
@@ -343,8 +306,8 @@ static void test_save_into_a_missing_directory_fails_and_leaves_no_file(void **s
 static void test_save_writes_the_model_and_leaves_no_temporary_file(void **state)
 {
     (void)state;
-    char *dir = make_temp_dir();
-    char *path = path_in(dir, "out.onnx");
+    char *dir = mb_temp_dir();
+    char *path = mb_path_in(dir, "out.onnx");
     size_t size;
     unsigned char *bytes = small_model_bytes(&size);
     rnnstate_model *model = load_ok(bytes, size);
@@ -354,7 +317,7 @@ static void test_save_writes_the_model_and_leaves_no_temporary_file(void **state
     assert_string_equal(listing, "out.onnx");
     free(listing);
     size_t got_size;
-    unsigned char *got = read_whole(path, &got_size);
+    unsigned char *got = mb_read_file(path, &got_size);
     assert_int_equal(got_size, size);
     assert_memory_equal(got, bytes, size);
     free(got);
@@ -369,9 +332,9 @@ static void test_save_writes_the_model_and_leaves_no_temporary_file(void **state
 static void test_save_replaces_an_existing_file(void **state)
 {
     (void)state;
-    char *dir = make_temp_dir();
-    char *path = path_in(dir, "out.onnx");
-    write_whole(path, "previous contents", 17);
+    char *dir = mb_temp_dir();
+    char *path = mb_path_in(dir, "out.onnx");
+    mb_write_file(path, "previous contents", 17);
     size_t size;
     unsigned char *bytes = small_model_bytes(&size);
     rnnstate_model *model = load_ok(bytes, size);
@@ -381,7 +344,7 @@ static void test_save_replaces_an_existing_file(void **state)
     assert_string_equal(listing, "out.onnx");
     free(listing);
     size_t got_size;
-    unsigned char *got = read_whole(path, &got_size);
+    unsigned char *got = mb_read_file(path, &got_size);
     assert_int_equal(got_size, size);
     assert_memory_equal(got, bytes, size);
     free(got);
@@ -396,8 +359,8 @@ static void test_save_replaces_an_existing_file(void **state)
 static void test_save_over_a_directory_fails_and_removes_its_temporary_file(void **state)
 {
     (void)state;
-    char *dir = make_temp_dir();
-    char *target = path_in(dir, "out.onnx");
+    char *dir = mb_temp_dir();
+    char *target = mb_path_in(dir, "out.onnx");
     assert_int_equal(mkdir(target, 0755), 0);
     size_t size;
     unsigned char *bytes = small_model_bytes(&size);
@@ -425,13 +388,7 @@ static void test_save_memory_of_a_loaded_model_is_byte_identical(void **state)
     size_t size;
     unsigned char *bytes = small_model_bytes(&size);
     rnnstate_model *model = load_ok(bytes, size);
-    unsigned char *out;
-    size_t out_size;
-    rnnstate_error err;
-    assert_int_equal(rnnstate_model_save_memory(model, &out, &out_size, &err), RNNSTATE_OK);
-    assert_int_equal(out_size, size);
-    assert_memory_equal(out, bytes, size);
-    rnnstate_buffer_free(out);
+    mb_assert_saves_as(model, bytes, size);
     rnnstate_model_free(model);
     free(bytes);
 }
