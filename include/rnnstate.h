@@ -22,7 +22,8 @@
  * object and stays valid until the object is freed. The library keeps no
  * pointer to caller memory after a call returns, and has no global state: a
  * model may be used from one thread at a time, different models from
- * different threads at once.
+ * different threads at once; the save functions do not modify the model, so
+ * several threads may save the same model at once.
  *
  * Errors: every function that can fail returns an rnnstate_status and, when
  * `err` is not NULL, fills it with the same status and a one-line message that
