@@ -1,0 +1,112 @@
+'use strict';
+// StatefulSession: runs a model rewritten by rnnstate-rewrite call after call,
+// feeding each state pair's output back as its input.
+
+const { readModelFile, withoutInitializers } = require('./onnx_model');
+const { statePairs, timeAxes, resolveStateShape } = require('./state');
+const { zerosTensor } = require('./tensor');
+const { loadOrt, asOrtTensor } = require('./ort');
+
+// The ORT source for a model whose state inputs must take fed values. With
+// --state-inputs=optional a state input has a default (an initializer of
+// the same name), and onnxruntime-node silently ignores a feed for such an
+// input: the stream would restart from zeros at every call. So those
+// initializers are left out of an in-memory copy, which ORT loads instead of
+// the file. Returns the path itself when there is nothing to leave out.
+function sessionSource(path, bytes, model, pairs) {
+  const defaults = pairs.map((p) => p.input).filter((n) => model.initializers.has(n));
+  return defaults.length ? withoutInitializers(bytes, defaults) : path;
+}
+
+class StatefulSession {
+  // Opens a rewritten model. The pairs come from its metadata (rnnstate.state)
+  // unless options.pairs ([{ input, output }]) gives them, e.g. for a model
+  // that was already stateful (the rewriter leaves those unchanged, without
+  // metadata). options.sessionOptions go to ort.InferenceSession.create.
+  static async create(path, options = {}) {
+    const { bytes, model } = readModelFile(path);
+    const pairs = options.pairs || statePairs(model, path);
+    if (!pairs) {
+      throw new Error(`${path}: no state pairs (no rnnstate.state metadata): rewrite the model with rnnstate-rewrite, `
+        + 'or pass them as options.pairs');
+    }
+    const known = new Set(model.inputs.map((i) => i.name));
+    const outputs = new Set(model.outputs.map((o) => o.name));
+    for (const p of pairs) {
+      if (!known.has(p.input) || !outputs.has(p.output)) {
+        throw new Error(`${path}: state pair ${p.input} -> ${p.output} is not a graph input and output of the model`);
+      }
+    }
+    const ort = loadOrt();
+    const source = sessionSource(path, bytes, model, pairs);
+    let session;
+    try {
+      session = await ort.InferenceSession.create(source, options.sessionOptions || {});
+    } catch (e) {
+      throw new Error(`${path}: ONNX Runtime cannot load the model: ${e.message}`);
+    }
+    return new StatefulSession(session, model, pairs, timeAxes(model, path) || []);
+  }
+
+  constructor(session, model, pairs, times) {
+    this.session = session;
+    this.model = model;
+    // Each pair with its declared shape and dtype where the pair leaves them
+    // out (pairs given by the caller).
+    this.pairs = pairs.map((p) => {
+      const declared = model.inputs.find((i) => i.name === p.input);
+      return { ...p, shape: p.shape || declared.shape, dtype: p.dtype || declared.dtype };
+    });
+    this.timeAxes = times;
+    this.state = null;
+  }
+
+  // The graph inputs a caller feeds: all but the state inputs.
+  get inputNames() {
+    const state = new Set(this.pairs.map((p) => p.input));
+    return this.model.inputs.map((i) => i.name).filter((n) => !state.has(n) && !this.model.initializers.has(n));
+  }
+
+  get outputNames() {
+    return this.session.outputNames;
+  }
+
+  // Zeros for every state input, shaped for the batch of these feeds.
+  zeroState(feeds) {
+    const state = {};
+    for (const p of this.pairs) {
+      if (!p.shape) throw new Error(`state input ${p.input} has no declared shape`);
+      const dims = resolveStateShape(p, this.model.inputs, feeds, this.timeAxes);
+      state[p.input] = asOrtTensor(zerosTensor(p.dtype, dims));
+    }
+    return state;
+  }
+
+  // One call: `feeds` maps the model's inputs to tensors (a state input fed
+  // here overrides the carried state for this call). Returns every output,
+  // the state outputs included; the state outputs are kept for the next call.
+  async run(feeds, runOptions) {
+    const ortFeeds = {};
+    for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = asOrtTensor(t);
+    if (!this.state) this.state = this.zeroState(ortFeeds);
+    const out = await this.session.run({ ...this.state, ...ortFeeds }, runOptions);
+    const next = {};
+    for (const p of this.pairs) {
+      if (!out[p.output]) throw new Error(`the model did not return state output ${p.output}`);
+      next[p.input] = out[p.output];
+    }
+    this.state = next;
+    return out;
+  }
+
+  // Starts the next call from zeros again (a new stream).
+  reset() {
+    this.state = null;
+  }
+
+  async release() {
+    await this.session.release();
+  }
+}
+
+module.exports = { StatefulSession };

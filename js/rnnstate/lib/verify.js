@@ -1,0 +1,341 @@
+'use strict';
+// The checks rnnstate-verify runs on an original model and its rewrite:
+//   pairs     every state pair is a graph input and output of REWRITTEN, of
+//             one element type and the same fixed dimensions;
+//   no-state  with no state fed (defaults, or zeros where the state inputs
+//             are required), REWRITTEN gives ORIGINAL's outputs;
+//   chunked   the sequence cut into chunks of unequal sizes, run through
+//             StatefulSession (every pair fed back), gives the outputs of one
+//             run over the whole sequence: time-indexed outputs joined along
+//             their time axis, the others (final states, ...) from the last
+//             chunk.
+// verify() returns a plain result object; bin/rnnstate-verify.js prints it.
+
+const { readModelFile } = require('./onnx_model');
+const { statePairs, timeAxes, resolveStateShape } = require('./state');
+const tensor = require('./tensor');
+const { readNpy } = require('./npy');
+const { loadOrt, asOrtTensor } = require('./ort');
+const { StatefulSession } = require('./session');
+
+// A problem with what the caller asked (exit status 2).
+class UsageError extends Error {}
+
+const DEFAULTS = { chunks: 3, seed: 1234, atol: 1e-5, rtol: 1e-4, timeLength: 10, otherDim: 2 };
+// One thread: verification is small, and may run beside other work.
+const SESSION_OPTIONS = { intraOpNumThreads: 1, interOpNumThreads: 1, logSeverityLevel: 3 };
+
+// Chunk sizes adding up to `length`, not all equal when length allows it (so
+// that an output's time axis shows in its shape, and equal-size chunks cannot
+// hide an off-by-one): as even as possible, then one step moved from the last
+// chunk to the first (12 in 3 -> 5, 4, 3).
+function chunkSizes(length, parts) {
+  const sizes = Array.from({ length: parts }, (_, i) => Math.floor(length / parts) + (i < length % parts ? 1 : 0));
+  if (parts > 1 && sizes.every((s) => s === sizes[0]) && sizes[parts - 1] > 1) {
+    sizes[0]++;
+    sizes[parts - 1]--;
+  }
+  return sizes;
+}
+
+// Largest absolute and relative difference of two tensors, and whether every
+// element passes |a - e| <= atol + rtol * |e| (numpy.allclose; NaN matches
+// only NaN). The relative difference is taken where e is not 0.
+function compare(actual, expected, atol, rtol) {
+  const a = tensor.asPlain(actual);
+  const e = tensor.asPlain(expected);
+  if (a.dtype !== e.dtype || a.dims.length !== e.dims.length || a.dims.some((d, i) => d !== e.dims[i])) {
+    return { ok: false, maxAbs: null, maxRel: null, reason: `${a.dtype} [${a.dims}] instead of ${e.dtype} [${e.dims}]` };
+  }
+  let maxAbs = 0;
+  let maxRel = 0;
+  let ok = true;
+  for (let i = 0; i < a.data.length; i++) {
+    const x = tensor.valueAt(a, i);
+    const y = tensor.valueAt(e, i);
+    let diff;
+    if (Number.isNaN(x) || Number.isNaN(y)) diff = Number.isNaN(x) && Number.isNaN(y) ? 0 : Infinity;
+    else diff = x === y ? 0 : Math.abs(x - y);
+    maxAbs = Math.max(maxAbs, diff);
+    if (y !== 0 && Number.isFinite(y)) maxRel = Math.max(maxRel, diff / Math.abs(y));
+    if (diff === Infinity || diff > atol + rtol * Math.abs(y)) ok = false;
+  }
+  return { ok, maxAbs, maxRel, reason: ok ? '' : `beyond atol ${atol} + rtol ${rtol} * |expected|` };
+}
+
+// ---------------------------------------------------------------------------
+// Inputs
+// ---------------------------------------------------------------------------
+
+// The value of a dimension of a random input: --dim for a named one, else
+// the default length on a time axis and DEFAULTS.otherDim elsewhere.
+function dimValue(dim, onTimeAxis, dims) {
+  if (typeof dim === 'number' && dim > 0) return dim;
+  if (typeof dim === 'string' && dim in dims) return dims[dim];
+  return onTimeAxis ? DEFAULTS.timeLength : DEFAULTS.otherDim;
+}
+
+// The test inputs of ORIGINAL: its graph inputs without an initializer, from
+// .npy files or random. Returns { feeds, described }.
+function makeInputs(original, opts, times) {
+  const graphInputs = original.inputs.filter((i) => !original.initializers.has(i.name));
+  for (const name of Object.keys(opts.inputs)) {
+    if (!graphInputs.some((i) => i.name === name)) {
+      throw new UsageError(`--input ${name}: ORIGINAL has no such input (inputs: ${graphInputs.map((i) => i.name).join(', ')})`);
+    }
+  }
+  const named = new Set(graphInputs.flatMap((i) => (i.shape || []).filter((d) => typeof d === 'string')));
+  for (const name of Object.keys(opts.dims)) {
+    if (!named.has(name)) {
+      throw new UsageError(`--dim ${name}: no input of ORIGINAL has a dimension of that name (names: ${[...named].join(', ') || 'none'})`);
+    }
+  }
+  const feeds = {};
+  const described = [];
+  for (const input of graphInputs) {
+    let t;
+    let source;
+    if (opts.inputs[input.name]) {
+      source = opts.inputs[input.name];
+      t = readNpy(source);
+      if (input.dtype && t.dtype !== input.dtype) {
+        throw new Error(`${source}: ${t.dtype} data for input ${input.name}, which is ${input.dtype}`);
+      }
+    } else {
+      if (!input.shape || !input.dtype) {
+        throw new UsageError(`input ${input.name} has no declared ${input.dtype ? 'shape' : 'tensor type'}: `
+          + `give it with --input ${input.name}=FILE.npy`);
+      }
+      const time = (times || []).find((x) => x.input === input.name);
+      const dims = input.shape.map((d, i) => dimValue(d, time && time.axis === i, opts.dims));
+      t = tensor.randomTensor(input.dtype, dims, opts.seed, input.name);
+      source = `random, seed ${opts.seed}`;
+    }
+    feeds[input.name] = t;
+    described.push({ name: input.name, dtype: t.dtype, dims: t.dims, source });
+  }
+  return { feeds, described };
+}
+
+// ---------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------
+
+function check(name, status, reason = '', extra = {}) {
+  return { name, status, reason, outputs: [], ...extra };
+}
+
+function checkPairs(rewritten, pairs) {
+  if (!pairs) return check('pairs', 'fail', 'REWRITTEN records no state pairs (no rnnstate.state metadata, which '
+    + 'rnnstate-rewrite writes into every model it changes); give them with --pair INPUT=OUTPUT');
+  const problems = [];
+  for (const p of pairs) {
+    const input = rewritten.inputs.find((i) => i.name === p.input);
+    const output = rewritten.outputs.find((o) => o.name === p.output);
+    if (!input || !output) {
+      problems.push(`${p.input} -> ${p.output}: ${!input ? 'no graph input ' + p.input : 'no graph output ' + p.output}`);
+      continue;
+    }
+    const fixedDiffer = input.shape && output.shape && (input.shape.length !== output.shape.length
+      || input.shape.some((d, i) => typeof d === 'number' && typeof output.shape[i] === 'number' && d !== output.shape[i]));
+    if (input.elemType !== output.elemType || fixedDiffer) {
+      const show = (v) => `${v.dtype} [${(v.shape || ['?']).join(',')}]`;
+      problems.push(`${p.input} -> ${p.output}: the input is ${show(input)}, the output ${show(output)}`);
+    }
+  }
+  if (problems.length) return check('pairs', 'fail', `state pairs that cannot carry the state: ${problems.join('; ')}`);
+  return check('pairs', 'pass', `${pairs.length} pair(s): ${pairs.map((p) => `${p.input} -> ${p.output}`).join(', ')}`);
+}
+
+async function runModel(path, feeds) {
+  const ort = loadOrt();
+  const session = await ort.InferenceSession.create(path, SESSION_OPTIONS);
+  const ortFeeds = {};
+  for (const name of session.inputNames) if (feeds[name]) ortFeeds[name] = asOrtTensor(feeds[name]);
+  try {
+    return await session.run(ortFeeds);
+  } finally {
+    await session.release();
+  }
+}
+
+// ORIGINAL and REWRITTEN with no state fed: REWRITTEN's state inputs keep
+// their defaults, or get zeros where they have none (--state-inputs=required).
+async function checkNoState(ctx) {
+  const { paths, rewritten, pairs, feeds, times, tol } = ctx;
+  const result = check('no-state', 'pass', 'with no state fed, REWRITTEN gives ORIGINAL\'s outputs');
+  const feedsR = { ...feeds };
+  for (const p of pairs || []) {
+    if (feedsR[p.input] || rewritten.initializers.has(p.input) || !p.shape) continue;
+    const dims = resolveStateShape(p, rewritten.inputs, feeds, times);
+    feedsR[p.input] = tensor.zerosTensor(p.dtype, dims);
+  }
+  let outO;
+  let outR;
+  try {
+    outO = await runModel(paths.original, feeds);
+  } catch (e) {
+    return check('no-state', 'fail', `ONNX Runtime cannot run ORIGINAL: ${e.message}`);
+  }
+  try {
+    outR = await runModel(paths.rewritten, feedsR);
+  } catch (e) {
+    return check('no-state', 'fail', `ONNX Runtime cannot run REWRITTEN: ${e.message}`);
+  }
+  for (const name of Object.keys(outO)) {
+    if (!outR[name]) {
+      result.outputs.push({ name, status: 'fail', reason: 'REWRITTEN has no such output', max_abs: null, max_rel: null });
+      continue;
+    }
+    const c = compare(outR[name], outO[name], tol.atol, tol.rtol);
+    result.outputs.push({ name, status: c.ok ? 'pass' : 'fail', reason: c.reason, max_abs: c.maxAbs, max_rel: c.maxRel });
+  }
+  if (result.outputs.some((o) => o.status === 'fail')) {
+    result.status = 'fail';
+    result.reason = 'with no state fed, REWRITTEN does not give ORIGINAL\'s outputs';
+  }
+  return result;
+}
+
+// Why the chunked check cannot run on this model, or null.
+function chunkedObstacle(ctx) {
+  const { rewritten, pairs, times, feeds, nChunks } = ctx;
+  if (!pairs) return 'no state pairs (see the pairs check)';
+  const backward = rewritten.recurrentNodes.filter((n) => n.direction !== 'forward');
+  if (backward.length) {
+    return `recurrent node(s) ${backward.map((n) => `'${n.name}' (${n.op}, ${n.direction})`).join(', ')} run backwards `
+      + 'over the sequence: a chunk\'s backward pass cannot see the chunks after it, so chunks never give the '
+      + 'whole-sequence result';
+  }
+  if (!times || !times.length) {
+    return 'no time axis: REWRITTEN records none (rnnstate.time metadata) and --time INPUT:AXIS was not given '
+      + '(--chunks 0 skips this check)';
+  }
+  for (const t of times) {
+    const input = rewritten.inputs.find((i) => i.name === t.input);
+    if (!feeds[t.input]) return `time axis ${t.input}:${t.axis}: ${t.input} is not an input of ORIGINAL`;
+    if (t.axis < 0 || t.axis >= feeds[t.input].dims.length) {
+      return `time axis ${t.input}:${t.axis}: ${t.input} has ${feeds[t.input].dims.length} dimensions`;
+    }
+    const declared = input && input.shape ? input.shape[t.axis] : null;
+    if (typeof declared === 'number') {
+      return `input ${t.input} declares a fixed length ${declared} on its time axis ${t.axis}: it cannot be fed in chunks`;
+    }
+  }
+  const lengths = times.map((t) => feeds[t.input].dims[t.axis]);
+  if (lengths.some((n) => n !== lengths[0])) {
+    return `the time axes have different lengths (${times.map((t, i) => `${t.input}:${t.axis} ${lengths[i]}`).join(', ')})`;
+  }
+  if (lengths[0] < nChunks) return `a sequence of ${lengths[0]} steps cannot be cut into ${nChunks} chunks`;
+  return null;
+}
+
+// How an output of the chunks lines up with the whole run: the axis along
+// which the chunks' outputs add up to it, or -1 when every chunk's output
+// has the whole run's shape (a final state, a summary), or null.
+function outputAxis(parts, whole) {
+  const same = (t) => t.dims.length === whole.dims.length;
+  if (!parts.every(same)) return null;
+  if (parts.every((t) => t.dims.every((d, i) => d === whole.dims[i]))) return -1;
+  for (let axis = 0; axis < whole.dims.length; axis++) {
+    const others = parts.every((t) => t.dims.every((d, i) => i === axis || d === whole.dims[i]));
+    if (others && parts.reduce((n, t) => n + t.dims[axis], 0) === whole.dims[axis]) return axis;
+  }
+  return null;
+}
+
+async function checkChunked(ctx) {
+  const { paths, feeds, times, pairs, nChunks, tol, explicitPairs } = ctx;
+  if (nChunks === 0) return check('chunked', 'skipped', '--chunks 0');
+  const obstacle = chunkedObstacle(ctx);
+  if (obstacle) return check('chunked', 'fail', obstacle);
+  const sizes = chunkSizes(feeds[times[0].input].dims[times[0].axis], nChunks);
+  const where = times.map((t) => `${t.input}:${t.axis}`).join(', ');
+  const result = check('chunked', 'pass', `${nChunks} chunks of ${sizes.join('+')} steps along ${where}, `
+    + 'every state pair fed back, give the whole-sequence outputs', { chunks: sizes });
+  let session;
+  const chunkOuts = [];
+  let whole;
+  try {
+    session = await StatefulSession.create(paths.rewritten, { pairs: explicitPairs, sessionOptions: SESSION_OPTIONS });
+    whole = await session.run(feeds);
+    session.reset();
+    let start = 0;
+    for (let k = 0; k < nChunks; k++) {
+      const chunkFeeds = {};
+      for (const [name, t] of Object.entries(feeds)) {
+        const time = times.find((x) => x.input === name);
+        // After the first chunk a pair's input comes from the carried state.
+        if (k > 0 && pairs.some((p) => p.input === name)) continue;
+        chunkFeeds[name] = time ? tensor.sliceAxis(t, time.axis, start, start + sizes[k]) : t;
+      }
+      chunkOuts.push(await session.run(chunkFeeds));
+      start += sizes[k];
+    }
+  } catch (e) {
+    return check('chunked', 'fail', `running REWRITTEN in chunks failed: ${e.message}`);
+  } finally {
+    if (session) await session.release();
+  }
+  for (const name of Object.keys(whole)) {
+    const parts = chunkOuts.map((o) => tensor.asPlain(o[name]));
+    const axis = outputAxis(parts, tensor.asPlain(whole[name]));
+    if (axis === null) {
+      result.outputs.push({ name, status: 'fail', max_abs: null, max_rel: null, joined: null,
+        reason: `the chunks' shapes (${parts.map((t) => `[${t.dims}]`).join(' ')}) do not add up to the whole run's [${whole[name].dims}]` });
+      continue;
+    }
+    const got = axis < 0 ? parts[nChunks - 1] : tensor.concatAxis(parts, axis);
+    const c = compare(got, whole[name], tol.atol, tol.rtol);
+    result.outputs.push({ name, status: c.ok ? 'pass' : 'fail', reason: c.reason, max_abs: c.maxAbs, max_rel: c.maxRel,
+      joined: axis < 0 ? null : axis });
+  }
+  if (result.outputs.some((o) => o.status === 'fail')) {
+    result.status = 'fail';
+    result.reason = `${nChunks} chunks of ${sizes.join('+')} steps along ${where}, every state pair fed back, `
+      + 'do not give the whole-sequence outputs';
+  }
+  return result;
+}
+
+// opts: { chunks, time: [{ input, axis }] | null, seed, dims: { NAME: n },
+//         inputs: { NAME: FILE.npy }, atol, rtol, pairs: [{ input, output }] | null }
+async function verify(originalPath, rewrittenPath, options = {}) {
+  const opts = { ...DEFAULTS, dims: {}, inputs: {}, time: null, pairs: null, ...options };
+  const original = readModelFile(originalPath).model;
+  const rewritten = readModelFile(rewrittenPath).model;
+  const recordedPairs = statePairs(rewritten, rewrittenPath);
+  const pairs = opts.pairs || recordedPairs;
+  const recordedTimes = timeAxes(rewritten, rewrittenPath);
+  const times = opts.time || recordedTimes;
+  const { feeds, described } = makeInputs(original, opts, times);
+  const ctx = {
+    paths: { original: originalPath, rewritten: rewrittenPath },
+    rewritten, feeds, times, nChunks: opts.chunks, tol: { atol: opts.atol, rtol: opts.rtol },
+    explicitPairs: opts.pairs,
+    // each pair with the declared shape and type of its input where the
+    // pair does not say (pairs given with --pair)
+    pairs: pairs && pairs.map((p) => {
+      const declared = rewritten.inputs.find((i) => i.name === p.input) || {};
+      return { ...p, shape: p.shape || declared.shape, dtype: p.dtype || declared.dtype };
+    }),
+  };
+  const checks = [checkPairs(rewritten, pairs)];
+  checks.push(await checkNoState(ctx));
+  checks.push(await checkChunked(ctx));
+  return {
+    original: originalPath,
+    rewritten: rewrittenPath,
+    status: checks.some((c) => c.status === 'fail') ? 'fail' : 'pass',
+    atol: opts.atol,
+    rtol: opts.rtol,
+    inputs: described,
+    pairs: (pairs || []).map((p) => ({ input: p.input, output: p.output })),
+    pairs_from: opts.pairs ? '--pair' : recordedPairs ? 'rnnstate.state' : null,
+    time_axes: times || [],
+    time_axes_from: opts.time ? '--time' : recordedTimes ? 'rnnstate.time' : null,
+    checks,
+  };
+}
+
+module.exports = { verify, UsageError, chunkSizes, compare, DEFAULTS };
