@@ -65,7 +65,8 @@ const VALUE_OPTIONS = {
   '--chunks': (o, v) => { o.chunks = nonNegativeInt(v, '--chunks'); },
   '--time': (o, v) => {
     const [input, axis] = splitPair(v, ':', '--time');
-    (o.time = o.time || []).push({ input, axis: nonNegativeInt(axis, '--time') });
+    if (!/^\d+$/.test(axis)) throw new UsageError(`--time ${v}: expected INPUT:AXIS, AXIS a whole number`);
+    (o.time = o.time || []).push({ input, axis: Number(axis) });
   },
   '--pair': (o, v) => { const [input, output] = splitPair(v, '=', '--pair'); (o.pairs = o.pairs || []).push({ input, output }); },
   '--atol': (o, v) => { o.atol = tolerance(v, '--atol'); },
@@ -123,10 +124,9 @@ function printText(r, out) {
         + `${o.reason ? ` (${o.reason})` : ''}`);
     }
   }
-  const failed = r.checks.filter((c) => c.status === 'fail').length;
-  const passed = r.checks.filter((c) => c.status === 'pass').length;
-  out(`rnnstate-verify: ${r.status.toUpperCase()}: ${passed} passed, ${failed} failed`
-    + `${r.checks.some((c) => c.status === 'skipped') ? ', 1 skipped' : ''} (atol ${r.atol}, rtol ${r.rtol})`);
+  const count = (status) => r.checks.filter((c) => c.status === status).length;
+  out(`rnnstate-verify: ${r.status.toUpperCase()}: ${count('pass')} passed, ${count('fail')} failed`
+    + `${count('skipped') ? `, ${count('skipped')} skipped` : ''} (atol ${r.atol}, rtol ${r.rtol})`);
 }
 
 async function main(argv) {

@@ -22,6 +22,8 @@ const { StatefulSession } = require('./session');
 class UsageError extends Error {}
 
 const DEFAULTS = { chunks: 3, seed: 1234, atol: 1e-5, rtol: 1e-4, timeLength: 10, otherDim: 2 };
+const NO_PAIRS = 'REWRITTEN records no state pairs (no rnnstate.state metadata, which rnnstate-rewrite writes '
+  + 'into every model it changes); give them with --pair INPUT=OUTPUT';
 // One thread: verification is small, and may run beside other work.
 const SESSION_OPTIONS = { intraOpNumThreads: 1, interOpNumThreads: 1, logSeverityLevel: 3 };
 
@@ -125,10 +127,12 @@ function check(name, status, reason = '', extra = {}) {
   return { name, status, reason, outputs: [], ...extra };
 }
 
-function checkPairs(rewritten, pairs) {
-  if (!pairs) return check('pairs', 'fail', 'REWRITTEN records no state pairs (no rnnstate.state metadata, which '
-    + 'rnnstate-rewrite writes into every model it changes); give them with --pair INPUT=OUTPUT');
-  const problems = [];
+function checkPairs(original, rewritten, pairs) {
+  if (!pairs) return check('pairs', 'skipped', NO_PAIRS);
+  // The rewriter adds inputs for state only: one in no pair is never fed back.
+  const paired = new Set(pairs.map((p) => p.input));
+  const problems = rewritten.inputs.filter((i) => !paired.has(i.name) && !original.inputs.some((o) => o.name === i.name))
+    .map((i) => `input ${i.name} is in no state pair: its state is never fed back`);
   for (const p of pairs) {
     const input = rewritten.inputs.find((i) => i.name === p.input);
     const output = rewritten.outputs.find((o) => o.name === p.output);
@@ -200,7 +204,7 @@ async function checkNoState(ctx) {
 // Why the chunked check cannot run on this model, or null.
 function chunkedObstacle(ctx) {
   const { rewritten, pairs, times, feeds, nChunks } = ctx;
-  if (!pairs) return 'no state pairs (see the pairs check)';
+  if (!pairs) return NO_PAIRS;
   const backward = rewritten.recurrentNodes.filter((n) => n.direction !== 'forward');
   if (backward.length) {
     return `recurrent node(s) ${backward.map((n) => `'${n.name}' (${n.op}, ${n.direction})`).join(', ')} run backwards `
@@ -320,7 +324,7 @@ async function verify(originalPath, rewrittenPath, options = {}) {
       return { ...p, shape: p.shape || declared.shape, dtype: p.dtype || declared.dtype };
     }),
   };
-  const checks = [checkPairs(rewritten, pairs)];
+  const checks = [checkPairs(original, rewritten, pairs)];
   checks.push(await checkNoState(ctx));
   checks.push(await checkChunked(ctx));
   return {
