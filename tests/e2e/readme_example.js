@@ -1,86 +1,85 @@
 #!/usr/bin/env node
 'use strict';
-// The JavaScript streaming example of docs/streaming.md, kept runnable so it cannot rot.
+// The JavaScript streaming example of docs/streaming.md, run as written so it
+// cannot rot.
 //
-//   node readme_example.js --original denoiser_gru.onnx \
-//       --model denoiser_gru.stateful.onnx --report denoiser_gru.report.json
+//   node readme_example.js --original denoiser_gru.onnx --dir DIR
 //
-// The model and report come from
-//   rnnstate-rewrite --state-inputs=required --json denoiser_gru.onnx \
-//       -o denoiser_gru.stateful.onnx > denoiser_gru.report.json
-// (run_readme_example.sh does that). The code between the README markers
-// below must appear verbatim in docs/streaming.md (checked first). Then the example's
-// function runs x [2, 12, 8] in 3 chunks of 4 frames; the masks put together
-// must equal one call over the whole sequence, which must equal the original
-// model's output; and feeding zeros at every chunk instead (forgetting the
-// state) must give something else, so the check can tell.
+// DIR/optional and DIR/required each hold denoiser_gru.stateful.onnx, the
+// model rewritten with that --state-inputs mode (run_readme_example.sh makes
+// them). The example is the ```js block of docs/streaming.md that calls
+// StatefulSession; it runs verbatim, in each folder, with `chunks` (x [2, 12, 8]
+// in chunks of 5, 4 and 3 frames) and `masks` in scope and require('rnnstate')
+// giving js/rnnstate, as a project that installed the package would. The masks
+// put together must equal the original model's output on the whole sequence;
+// and running each chunk as a stream of its own (the state forgotten) must
+// give something else, so the check can tell.
 // Exit status: 0 pass, 1 fail.
 
+const fs = require('fs');
 const path = require('path');
 const lib = require('./lib');
 
-// README example begin
-const fs = require('fs');
-const ort = require('onnxruntime-node');
+const DOC = path.join(__dirname, '..', '..', 'docs', 'streaming.md');
+const PACKAGE = path.join(__dirname, '..', '..', 'js', 'rnnstate');
 
-// Runs x chunk by chunk (each an ort.Tensor [batch, frames, 8]) through a model
-// rewritten with --state-inputs=required; the --json report pairs each state
-// input with the output that carries its next value.
-async function denoise(modelPath, reportPath, chunks) {
-  const session = await ort.InferenceSession.create(modelPath);
-  const pairs = JSON.parse(fs.readFileSync(reportPath, 'utf8')).models[0].state;
-  const batch = chunks[0].dims[0];
-  let state = {};
-  for (const p of pairs) { // first call: zeros, e.g. [1, batch, 16] float32
-    const dims = p.shape.map((d) => (d === 'batch' ? batch : d));
-    const size = dims.reduce((a, b) => a * b, 1);
-    state[p.input] = new ort.Tensor(p.dtype, new Float32Array(size), dims);
-  }
+// The ```js block of the doc that uses StatefulSession.
+function exampleBlock() {
+  const blocks = [...fs.readFileSync(DOC, 'utf8').matchAll(/```js\n([\s\S]*?)```\n/g)].map((m) => m[1]);
+  const block = blocks.find((b) => b.includes('StatefulSession.create('));
+  if (!block) throw new Error(`${DOC} has no \`\`\`js block calling StatefulSession.create`);
+  return block;
+}
+
+// Runs the example in `dir` on `chunks`; returns its `masks`.
+async function runExample(block, dir, chunks) {
+  const AsyncFunction = (async () => {}).constructor;
+  const requireAsUser = (name) => require(name === 'rnnstate' ? PACKAGE : name);
   const masks = [];
-  for (const x of chunks) {
-    const out = await session.run({ x, ...state });
-    state = Object.fromEntries(pairs.map((p) => [p.input, out[p.output]]));
-    masks.push(out.mask);
+  const cwd = process.cwd();
+  process.chdir(dir);
+  try {
+    await new AsyncFunction('require', 'chunks', 'masks', block)(requireAsUser, chunks, masks);
+  } finally {
+    process.chdir(cwd);
   }
   return masks;
 }
-// README example end
 
 async function main(argv) {
-  const args = lib.parseArgs(argv, { original: 'string', model: 'string', report: 'string' });
-  for (const k of ['original', 'model', 'report']) if (!args[k]) throw new Error(`--${k} is required`);
+  const args = lib.parseArgs(argv, { original: 'string', dir: 'string' });
+  for (const k of ['original', 'dir']) if (!args[k]) throw new Error(`--${k} is required`);
+  const ort = lib.requireOrt();
   let failed = 0;
   const check = (name, ok, detail) => {
     console.log(`${ok ? 'PASS' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
     if (!ok) failed++;
   };
-
-  const self = fs.readFileSync(__filename, 'utf8');
-  const block = self.slice(self.indexOf('// README example begin\n') + '// README example begin\n'.length,
-    self.indexOf('// README example end\n'));
-  const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'streaming.md'), 'utf8');
-  check('docs/streaming.md shows this example verbatim', readme.includes('```js\n' + block + '```\n'));
-
+  const block = exampleBlock();
+  console.log(`docs/streaming.md example:\n${block}`);
   const x = lib.randomTensor('float32', [2, 12, 8], 1234, 'x');
-  const chunks = lib.splitRanges(12, 3).map(([s, e]) => lib.toOrt(ort, lib.sliceAxis(x, 1, s, e)));
-  const streamed = lib.concatAxis((await denoise(args.model, args.report, chunks)).map(lib.asPlain), 1);
-  const [whole] = (await denoise(args.model, args.report, [lib.toOrt(ort, x)])).map(lib.asPlain);
-  const original = lib.asPlain((await (await ort.InferenceSession.create(args.original)).run({ x: lib.toOrt(ort, x) })).mask);
+  const chunks = [[0, 5], [5, 9], [9, 12]].map(([s, e]) => lib.toOrt(ort, lib.sliceAxis(x, 1, s, e)));
+  const session = await lib.createSession(ort, args.original);
+  const original = lib.asPlain((await session.run({ x: lib.toOrt(ort, x) })).mask);
   const tol = { atol: 1e-5, rtol: 0 };
-  const c1 = lib.compareTensors(streamed, whole, tol);
-  check('3 chunks with the state fed back = one call', c1.ok, lib.describeComparison(c1, whole.dims));
-  const c2 = lib.compareTensors(whole, original, tol);
-  check('one call with zero states = the original model', c2.ok, lib.describeComparison(c2, original.dims));
-  // Without the state fed back, each chunk restarts from zeros.
-  const forgetful = lib.concatAxis(await Promise.all(chunks.map(
-    async (c) => lib.asPlain((await denoise(args.model, args.report, [c]))[0]))), 1);
-  const c3 = lib.compareTensors(forgetful, whole, tol);
-  check('restarting from zeros at each chunk differs (the check can tell)', !c3.ok, lib.describeComparison(c3, whole.dims));
+  for (const mode of ['required', 'optional']) {
+    const dir = path.join(args.dir, mode);
+    const streamed = lib.concatAxis((await runExample(block, dir, chunks)).map(lib.asPlain), 1);
+    const c1 = lib.compareTensors(streamed, original, tol);
+    check(`${mode}: 3 chunks through the example = the original model on the whole sequence`, c1.ok,
+      lib.describeComparison(c1, original.dims));
+    // Each chunk a stream of its own: the state restarts from zeros.
+    const forgetful = [];
+    for (const c of chunks) forgetful.push(lib.asPlain((await runExample(block, dir, [c]))[0]));
+    const c2 = lib.compareTensors(lib.concatAxis(forgetful, 1), original, tol);
+    check(`${mode}: restarting from zeros at each chunk differs (the check can tell)`, !c2.ok,
+      lib.describeComparison(c2, original.dims));
+  }
   console.log(`readme_example: ${failed ? 'FAIL' : 'PASS'}`);
   return failed ? 1 : 0;
 }
 
 main(process.argv.slice(2)).then((code) => process.exit(code), (e) => {
-  console.error(`readme_example: FAIL: ${e.message}`);
+  console.error(`readme_example: FAIL: ${e.stack}`);
   process.exit(1);
 });

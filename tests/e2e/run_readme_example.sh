@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Runs the README's JavaScript streaming example (readme_example.js) on
-# models/denoiser_gru.onnx rewritten with --state-inputs=required, the way
-# the README tells. Run by ctest: run_readme_example.sh TOOL MODELS_DIR WORKDIR
+# Runs the JavaScript streaming example of docs/streaming.md
+# (readme_example.js) on models/denoiser_gru.onnx rewritten in both
+# --state-inputs modes, the way the doc tells. Run by ctest:
+#   run_readme_example.sh TOOL MODELS_DIR WORKDIR
 set -euo pipefail
 tool=$1 models=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
-if [ ! -d "$here/node_modules/onnxruntime-node" ]; then
-  echo "onnxruntime-node is not installed: run 'npm ci --onnxruntime-node-install=skip' in $here" >&2
-  exit 1
-fi
-rm -rf "$work" && mkdir -p "$work"
-"$tool" --state-inputs=required --json "$models/denoiser_gru.onnx" \
-  -o "$work/denoiser_gru.stateful.onnx" > "$work/denoiser_gru.report.json"
-node "$here/validate_report.js" "$work/denoiser_gru.report.json"
-exec node "$here/readme_example.js" --original "$models/denoiser_gru.onnx" \
-  --model "$work/denoiser_gru.stateful.onnx" --report "$work/denoiser_gru.report.json"
+package=$here/../../js/rnnstate
+for dir in "$here" "$package"; do
+  if [ ! -d "$dir/node_modules/onnxruntime-node" ]; then
+    echo "onnxruntime-node is not installed: run 'npm ci --onnxruntime-node-install=skip' in $dir" >&2
+    exit 1
+  fi
+done
+rm -rf "$work" && mkdir -p "$work/optional" "$work/required"
+for mode in optional required; do
+  "$tool" --state-inputs=$mode --json "$models/denoiser_gru.onnx" \
+    -o "$work/$mode/denoiser_gru.stateful.onnx" > "$work/$mode/denoiser_gru.report.json"
+  node "$here/validate_report.js" "$work/$mode/denoiser_gru.report.json"
+done
+exec node "$here/readme_example.js" --original "$models/denoiser_gru.onnx" --dir "$work"
