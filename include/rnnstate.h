@@ -240,6 +240,9 @@ RNNSTATE_API bool rnnstate_name_template_valid(const char *name_template);
  * as JSON: [{"input": ..., "output": ..., "shape": [...], "dtype": ...,
  * "optional": ...}], the map OpenVINO's MakeStateful transformation takes. */
 #define RNNSTATE_METADATA_KEY "rnnstate.state"
+/* The metadata_props key under which a rewritten model lists its time axes
+ * (rnnstate_time_axis) as JSON: [{"input": "x", "axis": 1}]. */
+#define RNNSTATE_TIME_METADATA_KEY "rnnstate.time"
 
 /* Fills `options` with the defaults and sets its struct_size. */
 RNNSTATE_API void rnnstate_options_init(rnnstate_options *options);
@@ -286,6 +289,13 @@ typedef struct rnnstate_node_report {
     int64_t fixed_sequence_length;
 } rnnstate_node_report;
 
+/* The sequence axis of the recurrent nodes' X, traced back to an axis of a
+ * graph input: the axis along which a caller cuts the sequence into chunks. */
+typedef struct rnnstate_time_axis {
+    const char *input;
+    size_t axis;
+} rnnstate_time_axis;
+
 typedef struct rnnstate_report {
     bool changed;       /* the rewrite modified the model */
     size_t n_nodes;
@@ -294,6 +304,10 @@ typedef struct rnnstate_report {
     const rnnstate_state_pair *pairs;
     size_t n_notes;     /* model-level remarks, e.g. "ir_version raised from 3 to 4" */
     const char *const *notes;
+    /* One entry per distinct input axis the nodes' sequence axes trace to; a
+     * node whose sequence axis does not trace to a graph input gets a note. */
+    size_t n_time_axes;
+    const rnnstate_time_axis *time_axes;
 } rnnstate_report;
 
 /* Rewrites `model` in place. `options` may be NULL for the defaults. On

@@ -19,8 +19,11 @@ rnnstate_status pass_layout0(rewrite_ctx *ctx);
 rnnstate_status pass_state(rewrite_ctx *ctx);
 /* Removes nodes and initializers left without readers by the state pass. */
 rnnstate_status pass_cleanup(rewrite_ctx *ctx);
+/* Records the graph input axis that the recurrent nodes' sequence axis is. */
+rnnstate_status pass_time_axis(rewrite_ctx *ctx);
 
-/* Writes the state pairs into metadata_props when the model changed. */
+/* Writes the state pairs and the time axes into metadata_props when the
+ * model changed. */
 rnnstate_status pass_metadata(rewrite_ctx *ctx);
 
 #endif

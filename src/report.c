@@ -230,6 +230,25 @@ void report_add_pair(report_builder *rb, const char *input, const char *output,
     grown[r->n_pairs++] = p;
 }
 
+void report_add_time_axis(report_builder *rb, const char *input, size_t axis)
+{
+    rnnstate_report *r = rb->report;
+    for (size_t i = 0; i < r->n_time_axes; i++)
+        if (r->time_axes[i].axis == axis && !strcmp(r->time_axes[i].input, input))
+            return;
+    if (rb->oom)
+        return;
+    rnnstate_time_axis *grown = owned_array_grow((void *)r->time_axes, r->n_time_axes, sizeof *grown);
+    char *copy = grown ? strdup(input) : NULL;
+    if (grown)
+        r->time_axes = grown;
+    if (!copy) {
+        rb->oom = true;
+        return;
+    }
+    grown[r->n_time_axes++] = (rnnstate_time_axis){ .input = copy, .axis = axis };
+}
+
 void rnnstate_report_free(rnnstate_report *report)
 {
     if (!report)
@@ -249,6 +268,9 @@ void rnnstate_report_free(rnnstate_report *report)
     for (size_t i = 0; i < report->n_pairs; i++)
         pair_free((rnnstate_state_pair *)&report->pairs[i]);
     free((void *)report->pairs);
+    for (size_t i = 0; i < report->n_time_axes; i++)
+        free((char *)report->time_axes[i].input);
+    free((void *)report->time_axes);
     string_list_free(report->n_notes, report->notes);
     free(report);
 }
@@ -316,6 +338,9 @@ void rnnstate_report_write_text(const rnnstate_report *report, const char *label
         sb_addf(&sb, " %s, %s%s\n", p->dtype, p->optional ? "optional" : "required",
                 p->added ? "" : ", already in the model");
     }
+    for (size_t i = 0; i < report->n_time_axes; i++)
+        sb_addf(&sb, "%s: time axis %s:%zu (the sequence axis of the recurrent nodes)\n", label,
+                report->time_axes[i].input, report->time_axes[i].axis);
     for (size_t i = 0; i < report->n_notes; i++)
         sb_addf(&sb, "%s: note: %s\n", label, report->notes[i]);
     if (report->n_nodes == 0)
@@ -390,6 +415,17 @@ void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added)
     sb_adds(sb, "}");
 }
 
+void report_time_axes_json(strbuf *sb, const rnnstate_report *r)
+{
+    sb_adds(sb, "[");
+    for (size_t i = 0; r && i < r->n_time_axes; i++) {
+        sb_adds(sb, i ? ", {\"input\": " : "{\"input\": ");
+        sb_add_json_string(sb, r->time_axes[i].input);
+        sb_addf(sb, ", \"axis\": %zu}", r->time_axes[i].axis);
+    }
+    sb_adds(sb, "]");
+}
+
 static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
 {
     const rnnstate_report *r = m->report;
@@ -410,7 +446,9 @@ static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
         sb_adds(sb, i ? ",\n       " : "\n       ");
         report_pair_json(sb, &r->pairs[i], true);
     }
-    sb_adds(sb, "],\n     \"notes\": ");
+    sb_adds(sb, "],\n     \"time_axes\": ");
+    report_time_axes_json(sb, r);
+    sb_adds(sb, ",\n     \"notes\": ");
     if (r)
         add_json_names(sb, r->n_notes, r->notes);
     else

@@ -41,6 +41,13 @@ void report_add_pair(report_builder *rb, const char *input, const char *output,
                      const dim_info *dims, size_t rank, int32_t elem_type, bool optional,
                      bool added);
 
+/* Records that a recurrent node's sequence axis is axis `axis` of graph
+ * input `input`, unless that is recorded already. */
+void report_add_time_axis(report_builder *rb, const char *input, size_t axis);
+/* Appends the time axes as a JSON list of {"input", "axis"} (the report's
+ * and the metadata's format). */
+void report_time_axes_json(strbuf *sb, const rnnstate_report *r);
+
 /* Appends one state pair as a JSON object (the report's and the metadata's
  * format; `with_added` adds the report-only "added" field). */
 void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added);

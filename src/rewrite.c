@@ -9,6 +9,7 @@ static const rewrite_pass passes[] = {
     pass_layout0,  /* only with options.to_layout0: makes layout=1 nodes runnable */
     pass_state,    /* exposes the states */
     pass_cleanup,  /* removes what fed the replaced initial states */
+    pass_time_axis, /* records the input axis the recurrent nodes run along */
     pass_metadata, /* records the state pairs; needs the final report */
 };
 

@@ -455,6 +455,11 @@ static const char *const broadcast_ops[] = { "Add", "Sub", "Mul", "Div", "Pow", 
 
 typedef struct shape_query {
     int budget; /* total steps for one query, so broadcasts cannot blow up */
+    /* trace_axis_to_input: walk past declared shapes to a main-graph input,
+     * and record which of its axes the traced dimension is */
+    bool to_input;
+    const char *input;
+    int64_t input_axis;
 } shape_query;
 
 static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int depth);
@@ -724,6 +729,14 @@ static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int6
     const value_entry *e = scope_lookup(s, value, &o);
     if (!e || axis < 0 || depth > MAX_TRACE_DEPTH || q->budget <= 0)
         return true;
+    if (q->to_input) {
+        if (o->parent == NULL && e->graph_input >= 0 && e->initializer < 0) {
+            q->input = e->name;
+            q->input_axis = axis;
+            return true;
+        }
+        return through_producer(q, s, value, axis, depth, out);
+    }
     const Onnx__TensorShapeProto *sh = declared_shape(o, e);
     if (sh && (size_t)axis < sh->n_dim) {
         const Onnx__TensorShapeProto__Dimension *d = sh->dim[axis];
@@ -745,9 +758,21 @@ static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int6
     return through_producer(q, s, value, axis, depth, out);
 }
 
+bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const char **input,
+                         int64_t *input_axis)
+{
+    shape_query q = { .budget = 10000, .to_input = true };
+    dim_info unused = { 0 };
+    bool ok = infer_dim_at(&q, s, value, axis, 0, &unused);
+    dim_info_clear(&unused);
+    *input = ok ? q.input : NULL;
+    *input_axis = ok && q.input ? q.input_axis : -1;
+    return ok;
+}
+
 bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out)
 {
-    shape_query q = { 10000 };
+    shape_query q = { .budget = 10000 };
     dim_info_clear(out);
     return infer_dim_at(&q, s, value, axis, 0, out);
 }

@@ -61,6 +61,16 @@ const char *trace_final_state(const scope *s, const char *value, bool direct);
  * false when it cannot be known. Returns false only when out of memory. */
 bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out);
 
+/* The axis of a main-graph input that dimension `axis` of `value` is,
+ * traced back through the ops infer_dim() follows (past declared shapes, and
+ * out of subgraphs to the values they read from enclosing graphs): *input
+ * names the input (a string of the graph) and *input_axis its axis, or
+ * *input is NULL when the trace ends elsewhere (a Reshape that builds the
+ * dimension, an op it does not follow, a constant). Returns false only when
+ * out of memory. */
+bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const char **input,
+                         int64_t *input_axis);
+
 /* The declared element type of a value, or 0. */
 int32_t declared_elem_type(const scope *s, const char *value);
 

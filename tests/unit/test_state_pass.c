@@ -350,8 +350,10 @@ static void test_a_absent_state_dynamic_batch_gets_input_with_expanded_zero_defa
     assert_int_equal(run.report->n_pairs, 1);
     assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
     assert_int_equal(run.report->n_notes, 0);
-    /* the pairs are recorded in the model's metadata */
-    assert_int_equal(run.model->n_metadata_props, 1);
+    /* the pairs are recorded in the model's metadata (and the time axis,
+     * test_time_axis.c) */
+    assert_int_equal(run.model->n_metadata_props, 2);
+    assert_string_equal(run.model->metadata_props[1]->key, RNNSTATE_TIME_METADATA_KEY);
     assert_string_equal(run.model->metadata_props[0]->key, RNNSTATE_METADATA_KEY);
     assert_non_null(strstr(run.model->metadata_props[0]->value, "\"GRU_0_initial_h\""));
     assert_non_null(strstr(run.model->metadata_props[0]->value, "\"GRU_0_Y_h\""));

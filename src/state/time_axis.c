@@ -1,0 +1,61 @@
+/* The time-axis pass: traces the sequence axis of every recurrent node's X
+ * back to an axis of a main-graph input, and records it in the report
+ * (time_axes), from which the metadata pass writes rnnstate.time. That is
+ * the axis along which a caller cuts a sequence into chunks (rnnstate-verify,
+ * StatefulSession). Nodes whose sequence axis does not trace back to an
+ * input (it is built by a Reshape, comes out of an op the trace does not
+ * follow, ...) are named in one note. Nodes in Loop and Scan bodies run once
+ * per iteration, over a sequence of the body's making: they are left out. */
+#include <stdio.h>
+
+#include "passes.h"
+#include "recurrent_ops.h"
+#include "state/trace.h"
+#include "strbuf.h"
+
+#define NAMED_UNTRACED 3 /* nodes named in the note; the rest are counted */
+
+typedef struct untraced {
+    size_t n;
+    strbuf names;
+} untraced;
+
+static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *node,
+                       untraced *missing)
+{
+    const recurrent_op *op = recurrent_op_of(node);
+    const char *x = node->n_input ? str_or_empty(node->input[RECURRENT_INPUT_X]) : "";
+    const char *input = NULL;
+    int64_t axis = -1;
+    if (*x && !trace_axis_to_input(s, x, recurrent_batch_first(op, node) ? 1 : 0, &input, &axis))
+        return false;
+    if (input) {
+        report_add_time_axis(&ctx->report, input, (size_t)axis);
+        return true;
+    }
+    if (missing->n++ < NAMED_UNTRACED)
+        sb_addf(&missing->names, "%s%s '%s' in %s", missing->n > 1 ? ", " : "", op->name,
+                str_or_empty(node->name), s->path);
+    return true;
+}
+
+rnnstate_status pass_time_axis(rewrite_ctx *ctx)
+{
+    untraced missing = { 0, STRBUF_INIT };
+    bool ok = true;
+    for (size_t i = 0; ok && i < ctx->scopes.n; i++) {
+        const scope *s = ctx->scopes.scopes[i];
+        for (size_t k = 0; ok && !s->in_loop && k < s->graph->n_node; k++)
+            if (recurrent_op_of(s->graph->node[k]))
+                ok = trace_node(ctx, s, s->graph->node[k], &missing);
+    }
+    if (ok && missing.n)
+        report_note(&ctx->report,
+                    "time axis: the sequence axis of %zu recurrent node%s does not trace back to "
+                    "a graph input: %s%s",
+                    missing.n, missing.n == 1 ? "" : "s", missing.names.buf,
+                    missing.n > NAMED_UNTRACED ? ", ..." : "");
+    ok = ok && !missing.names.oom;
+    sb_release(&missing.names);
+    return ok && !report_builder_failed(&ctx->report) ? RNNSTATE_OK : ctx_oom(ctx);
+}
