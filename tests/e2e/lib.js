@@ -108,53 +108,13 @@ function loadTensorPb(path) {
 // ModelProto: just the graph's interface
 // ---------------------------------------------------------------------------
 
-// Read the names of a model's graph inputs, outputs and initializers, without
-// decoding anything else. ORT's session.inputNames leaves out inputs that
-// have an initializer (the rewriter's state defaults), so the scripts use
-// this to see the model's full declared interface.
-//   ModelProto.graph = 7; GraphProto.initializer = 5, input = 11,
-//   output = 12; ValueInfoProto.name = 1; TensorProto.name = 8.
+// The names of a model's graph inputs, outputs and initializers. ORT's
+// session.inputNames leaves out inputs that have an initializer (the
+// rewriter's state defaults), so the scripts use this to see the model's full
+// declared interface.
 function readGraphInterface(path) {
-  const buf = new Uint8Array(fs.readFileSync(path));
-  const m = new Reader(buf);
-  let graph = null;
-  let tg;
-  while ((tg = m.tag()) !== null) {
-    if (tg.field === 7 && tg.wire === 2) {
-      const len = m.uvarint32();
-      graph = new Reader(buf, m.pos, m.pos + len);
-      m.pos += len;
-    } else {
-      m.skip(tg.wire);
-    }
-  }
-  if (!graph) throw new Error(`${path}: no graph in model`);
-  const nameOf = (start, end, field) => {
-    const r = new Reader(buf, start, end);
-    let t;
-    let name = '';
-    while ((t = r.tag()) !== null) {
-      if (t.field === field && t.wire === 2) name = Buffer.from(r.bytes(r.uvarint32())).toString('utf8');
-      else r.skip(t.wire);
-    }
-    return name;
-  };
-  const inputs = [];
-  const outputs = [];
-  const initializers = new Set();
-  while ((tg = graph.tag()) !== null) {
-    if (tg.wire === 2 && (tg.field === 5 || tg.field === 11 || tg.field === 12)) {
-      const len = graph.uvarint32();
-      const start = graph.pos;
-      graph.pos += len;
-      if (tg.field === 5) initializers.add(nameOf(start, start + len, 8));
-      else if (tg.field === 11) inputs.push(nameOf(start, start + len, 1));
-      else outputs.push(nameOf(start, start + len, 1));
-    } else {
-      graph.skip(tg.wire);
-    }
-  }
-  return { inputs, outputs, initializers };
+  const info = readModelInfo(path);
+  return { inputs: info.inputs.map((i) => i.name), outputs: info.outputs.map((o) => o.name), initializers: info.initializers };
 }
 
 // Split [0, len) into `parts` contiguous ranges as evenly as possible, the
