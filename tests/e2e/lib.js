@@ -114,7 +114,11 @@ function loadTensorPb(path) {
 // declared interface.
 function readGraphInterface(path) {
   const info = readModelInfo(path);
-  return { inputs: info.inputs.map((i) => i.name), outputs: info.outputs.map((o) => o.name), initializers: info.initializers };
+  return {
+    inputs: info.inputs.map((i) => i.name),
+    outputs: info.outputs.map((o) => o.name),
+    initializers: info.initializers,
+  };
 }
 
 // Split [0, len) into `parts` contiguous ranges as evenly as possible, the

@@ -10,7 +10,8 @@
 // them). The example is the ```js block of docs/streaming.md that calls
 // StatefulSession; it runs verbatim, in each folder, with `chunks` (x [2, 12, 8]
 // in chunks of 5, 4 and 3 frames) and `masks` in scope and require('rnnstate')
-// giving js/rnnstate, as a project that installed the package would. The masks
+// giving js/rnnstate, as a project that installed the package would; README.md
+// must show its last three lines as they are. The masks
 // put together must equal the original model's output on the whole sequence;
 // and running each chunk as a stream of its own (the state forgotten) must
 // give something else, so the check can tell.
@@ -21,6 +22,7 @@ const path = require('path');
 const lib = require('./lib');
 
 const DOC = path.join(__dirname, '..', '..', 'docs', 'streaming.md');
+const README = path.join(__dirname, '..', '..', 'README.md');
 const PACKAGE = path.join(__dirname, '..', '..', 'js', 'rnnstate');
 
 // The ```js block of the doc that uses StatefulSession.
@@ -57,6 +59,9 @@ async function main(argv) {
   };
   const block = exampleBlock();
   console.log(`docs/streaming.md example:\n${block}`);
+  // README.md shows the example's last three lines, the session's.
+  const lines = block.trimEnd().split('\n').slice(-3).join('\n');
+  check('README.md shows the example\'s three lines verbatim', fs.readFileSync(README, 'utf8').includes(`\`\`\`js\n${lines}\n\`\`\``));
   const x = lib.randomTensor('float32', [2, 12, 8], 1234, 'x');
   const chunks = [[0, 5], [5, 9], [9, 12]].map(([s, e]) => lib.toOrt(ort, lib.sliceAxis(x, 1, s, e)));
   const session = await lib.createSession(ort, args.original);

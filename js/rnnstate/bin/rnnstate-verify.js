@@ -38,7 +38,9 @@ be read or run, 2 usage error.`;
 
 function splitPair(value, sep, option) {
   const at = value.lastIndexOf(sep);
-  if (at <= 0 || at === value.length - 1) throw new UsageError(`${option} ${value}: expected ${option === '--time' ? 'INPUT:AXIS' : 'NAME' + sep + 'VALUE'}`);
+  if (at <= 0 || at === value.length - 1) {
+    throw new UsageError(`${option} ${value}: expected ${option === '--time' ? 'INPUT:AXIS' : `NAME${sep}VALUE`}`);
+  }
   return [value.slice(0, at), value.slice(at + 1)];
 }
 

@@ -147,7 +147,7 @@ function checkPairs(original, rewritten, pairs) {
       problems.push(`${p.input} -> ${p.output}: the input is ${show(input)}, the output ${show(output)}`);
     }
   }
-  if (problems.length) return check('pairs', 'fail', `state pairs that cannot carry the state: ${problems.join('; ')}`);
+  if (problems.length) return check('pairs', 'fail', `the state pairs cannot carry the state: ${problems.join('; ')}`);
   return check('pairs', 'pass', `${pairs.length} pair(s): ${pairs.map((p) => `${p.input} -> ${p.output}`).join(', ')}`);
 }
 
@@ -286,7 +286,8 @@ async function checkChunked(ctx) {
     const axis = outputAxis(parts, tensor.asPlain(whole[name]));
     if (axis === null) {
       result.outputs.push({ name, status: 'fail', max_abs: null, max_rel: null, joined: null,
-        reason: `the chunks' shapes (${parts.map((t) => `[${t.dims}]`).join(' ')}) do not add up to the whole run's [${whole[name].dims}]` });
+        reason: `the chunks' shapes (${parts.map((t) => `[${t.dims}]`).join(' ')}) do not add up to `
+          + `the whole run's [${whole[name].dims}]` });
       continue;
     }
     const got = axis < 0 ? parts[nChunks - 1] : tensor.concatAxis(parts, axis);
