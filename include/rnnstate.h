@@ -346,6 +346,14 @@ RNNSTATE_API rnnstate_status rnnstate_model_check(const rnnstate_model *model,
 RNNSTATE_API void rnnstate_report_write_text(const rnnstate_report *report, const char *label,
                                              bool verbose, FILE *out);
 
+/* Returns `text` (a name from a model, a path from a directory) escaped as
+ * the reports print it: control bytes, backslashes and bytes that are not
+ * UTF-8 become \n, \\, \xHH and the like (README, "Hostile input").
+ * The strings of rnnstate_report are the model's bytes, unescaped; print
+ * them through this or the report writers. The result is malloc'd (free()
+ * it); NULL when memory runs out. */
+RNNSTATE_API char *rnnstate_escape_text(const char *text);
+
 /* The outcome of one model in a run over several, for the JSON report. */
 typedef struct rnnstate_model_result {
     const char *input;

@@ -3,13 +3,18 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "strbuf.h"
+
 rnnstate_status set_error(rnnstate_error *err, rnnstate_status status, const char *fmt, ...)
 {
     if (err) {
+        /* messages quote names and paths from the input: escaped for a terminal */
+        char raw[sizeof err->message];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        escape_into(err->message, sizeof err->message, raw);
         err->status = status;
     }
     return status;

@@ -135,10 +135,22 @@ static void list_free(string_list *l)
     free(l->items);
 }
 
+/* `text` (a path, an argument) escaped as the reports print names: a file
+ * name from a directory is as untrusted as a model (README, "Hostile input"). */
+static char *shown(const char *text)
+{
+    char *escaped = rnnstate_escape_text(text);
+    if (!escaped)
+        die_oom();
+    return escaped;
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
+    char *escaped = shown(arg);
     fprintf(stderr, "rnnstate-rewrite: ");
-    fprintf(stderr, fmt, arg);
+    fprintf(stderr, fmt, escaped);
+    free(escaped);
     fprintf(stderr, "\nTry 'rnnstate-rewrite --help' for more information.\n");
     return EXIT_USAGE;
 }
@@ -358,8 +370,10 @@ static int make_jobs(const cli *c, job **jobs, size_t *n_jobs, size_t *empty_dir
             string_list found = { 0 };
             find_models(arg, c->recursive, &found);
             if (found.n == 0) {
-                fprintf(stderr, "rnnstate-rewrite: %s: no *.onnx models found%s\n", arg,
+                char *dir = shown(arg);
+                fprintf(stderr, "rnnstate-rewrite: %s: no *.onnx models found%s\n", dir,
                         c->recursive ? "" : " (use -r to look in subdirectories)");
+                free(dir);
                 (*empty_dirs)++;
             }
             for (size_t f = 0; f < found.n; f++)
@@ -420,8 +434,10 @@ static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *mo
     if (!strcmp(j->output, "-"))
         return write_stdout(model, err);
     if (c->output_dir && !make_parent_dirs(j->output)) {
-        snprintf(err->message, sizeof err->message, "%s: cannot create its directory: %s",
-                 j->output, strerror(errno));
+        char *path = shown(j->output);
+        snprintf(err->message, sizeof err->message, "%s: cannot create its directory: %s", path,
+                 strerror(errno));
+        free(path);
         return err->status = RNNSTATE_ERR_IO;
     }
     rnnstate_save_options options;
@@ -490,10 +506,13 @@ static void process(const cli *c, const job *j, FILE *text, rnnstate_report **re
         st = check_written(c, j, model, *report, err);
     if (st == RNNSTATE_OK && !c->quiet) {
         rnnstate_report_write_text(*report, label, c->verbose, text);
+        char *where = shown(label), *output = shown(j->output ? j->output : "");
         if (!j->output)
-            fprintf(text, "%s: dry run, nothing written\n", label);
+            fprintf(text, "%s: dry run, nothing written\n", where);
         else if (strcmp(j->output, "-") != 0)
-            fprintf(text, "%s: wrote %s%s\n", label, j->output, c->check ? " (checked)" : "");
+            fprintf(text, "%s: wrote %s%s\n", where, output, c->check ? " (checked)" : "");
+        free(where);
+        free(output);
     }
     if (st != RNNSTATE_OK) {
         fprintf(stderr, "rnnstate-rewrite: %s\n", err->message);

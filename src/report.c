@@ -286,6 +286,8 @@ static const char *status_word(rnnstate_node_status s)
     }
 }
 
+/* Every string in the text report comes from the model or its path, so each
+ * goes through sb_add_escaped(); only the fixed words around them do not. */
 static void add_shape_text(strbuf *sb, const rnnstate_state_pair *p)
 {
     sb_adds(sb, "[");
@@ -293,7 +295,7 @@ static void add_shape_text(strbuf *sb, const rnnstate_state_pair *p)
         if (d)
             sb_adds(sb, ",");
         if (p->shape[d].param)
-            sb_adds(sb, p->shape[d].param);
+            sb_add_escaped(sb, p->shape[d].param);
         else if (p->shape[d].value >= 0)
             sb_addf(sb, "%lld", (long long)p->shape[d].value);
         else
@@ -307,8 +309,76 @@ static void add_names_text(strbuf *sb, const char *what, size_t n, const char *c
     if (!n)
         return;
     sb_addf(sb, "; %s ", what);
-    for (size_t i = 0; i < n; i++)
-        sb_addf(sb, "%s%s", i ? ", " : "", names[i]);
+    for (size_t i = 0; i < n; i++) {
+        sb_adds(sb, i ? ", " : "");
+        sb_add_escaped(sb, names[i]);
+    }
+}
+
+/* One line: the label and `text`, escaped, with the fixed words `before` between. */
+static void add_line_text(strbuf *sb, const char *label, const char *before, const char *text)
+{
+    sb_add_escaped(sb, label);
+    sb_adds(sb, before);
+    sb_add_escaped(sb, text);
+    sb_adds(sb, "\n");
+}
+
+static void add_node_text(strbuf *sb, const rnnstate_node_report *n, const char *label,
+                          bool verbose)
+{
+    sb_add_escaped(sb, label);
+    sb_adds(sb, ": ");
+    sb_add_escaped(sb, n->graph);
+    sb_adds(sb, " ");
+    sb_add_escaped(sb, n->op);
+    sb_adds(sb, " '");
+    sb_add_escaped(sb, n->name);
+    sb_addf(sb, "': %s", status_word(n->status));
+    if (n->reason) {
+        sb_adds(sb, " (");
+        sb_add_escaped(sb, n->reason);
+        sb_adds(sb, ")");
+    }
+    add_names_text(sb, "inputs added", n->n_inputs_added, n->inputs_added);
+    add_names_text(sb, "outputs added", n->n_outputs_added, n->outputs_added);
+    sb_adds(sb, "\n");
+    for (size_t w = 0; w < n->n_warnings; w++)
+        add_line_text(sb, label, ":   warning: ", n->warnings[w]);
+    for (size_t d = 0; verbose && d < n->n_decisions; d++)
+        add_line_text(sb, label, ":   ", n->decisions[d]);
+}
+
+static void add_pair_text(strbuf *sb, const rnnstate_state_pair *p, const char *label)
+{
+    sb_add_escaped(sb, label);
+    sb_adds(sb, ": state ");
+    sb_add_escaped(sb, p->input);
+    sb_adds(sb, " -> ");
+    sb_add_escaped(sb, p->output);
+    sb_adds(sb, " ");
+    add_shape_text(sb, p);
+    sb_addf(sb, " %s, %s%s\n", p->dtype, p->optional ? "optional" : "required",
+            p->added ? "" : ", already in the model");
+}
+
+static void add_time_axis_text(strbuf *sb, const rnnstate_time_axis *t, const char *label)
+{
+    sb_add_escaped(sb, label);
+    sb_adds(sb, ": time axis ");
+    sb_add_escaped(sb, t->input);
+    sb_addf(sb, ":%zu (the sequence axis of the recurrent nodes)\n", t->axis);
+}
+
+char *rnnstate_escape_text(const char *text)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_add_escaped(&sb, text);
+    if (sb.oom) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb);
 }
 
 void rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
@@ -317,38 +387,22 @@ void rnnstate_report_write_text(const rnnstate_report *report, const char *label
     strbuf sb = STRBUF_INIT;
     size_t counts[3] = { 0, 0, 0 };
     for (size_t i = 0; i < report->n_nodes; i++) {
-        const rnnstate_node_report *n = &report->nodes[i];
-        counts[n->status]++;
-        sb_addf(&sb, "%s: %s %s '%s': %s", label, n->graph, n->op, n->name,
-                status_word(n->status));
-        if (n->reason)
-            sb_addf(&sb, " (%s)", n->reason);
-        add_names_text(&sb, "inputs added", n->n_inputs_added, n->inputs_added);
-        add_names_text(&sb, "outputs added", n->n_outputs_added, n->outputs_added);
-        sb_adds(&sb, "\n");
-        for (size_t w = 0; w < n->n_warnings; w++)
-            sb_addf(&sb, "%s:   warning: %s\n", label, n->warnings[w]);
-        for (size_t d = 0; verbose && d < n->n_decisions; d++)
-            sb_addf(&sb, "%s:   %s\n", label, n->decisions[d]);
+        counts[report->nodes[i].status]++;
+        add_node_text(&sb, &report->nodes[i], label, verbose);
     }
-    for (size_t i = 0; i < report->n_pairs; i++) {
-        const rnnstate_state_pair *p = &report->pairs[i];
-        sb_addf(&sb, "%s: state %s -> %s ", label, p->input, p->output);
-        add_shape_text(&sb, p);
-        sb_addf(&sb, " %s, %s%s\n", p->dtype, p->optional ? "optional" : "required",
-                p->added ? "" : ", already in the model");
-    }
+    for (size_t i = 0; i < report->n_pairs; i++)
+        add_pair_text(&sb, &report->pairs[i], label);
     for (size_t i = 0; i < report->n_time_axes; i++)
-        sb_addf(&sb, "%s: time axis %s:%zu (the sequence axis of the recurrent nodes)\n", label,
-                report->time_axes[i].input, report->time_axes[i].axis);
+        add_time_axis_text(&sb, &report->time_axes[i], label);
     for (size_t i = 0; i < report->n_notes; i++)
-        sb_addf(&sb, "%s: note: %s\n", label, report->notes[i]);
+        add_line_text(&sb, label, ": note: ", report->notes[i]);
     if (report->n_nodes == 0)
-        sb_addf(&sb, "%s: no recurrent (RNN, GRU, LSTM) nodes found\n", label);
-    sb_addf(&sb, "%s: %zu recurrent node%s: %zu updated, %zu already exposed, %zu skipped; %s\n",
-            label, report->n_nodes, report->n_nodes == 1 ? "" : "s",
-            counts[RNNSTATE_NODE_UPDATED], counts[RNNSTATE_NODE_ALREADY_EXPOSED],
-            counts[RNNSTATE_NODE_SKIPPED], report->changed ? "model rewritten" : "model unchanged");
+        add_line_text(&sb, label, ": ", "no recurrent (RNN, GRU, LSTM) nodes found");
+    sb_add_escaped(&sb, label);
+    sb_addf(&sb, ": %zu recurrent node%s: %zu updated, %zu already exposed, %zu skipped; %s\n",
+            report->n_nodes, report->n_nodes == 1 ? "" : "s", counts[RNNSTATE_NODE_UPDATED],
+            counts[RNNSTATE_NODE_ALREADY_EXPOSED], counts[RNNSTATE_NODE_SKIPPED],
+            report->changed ? "model rewritten" : "model unchanged");
     fputs(sb.oom ? "out of memory while formatting the report\n" : sb.buf, out);
     sb_release(&sb);
 }

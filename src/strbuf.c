@@ -1,6 +1,7 @@
 #include "strbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,92 @@ void sb_addf(strbuf *sb, const char *fmt, ...)
     sb->len += (size_t)need;
 }
 
+/* ---- escaping names from a model -------------------------------------------
+ * Names come from untrusted files: they may hold terminal control sequences
+ * (ESC, BEL, OSC), newlines, bidirectional overrides or bytes that are not
+ * UTF-8. Both escapes below read the same classification, so the text report
+ * and the JSON report agree on what a name is. */
+
+/* The length (1-4) of the well-formed UTF-8 sequence at p, storing its code
+ * point, or 0 when p does not start one (a stray continuation byte, an
+ * overlong form, a surrogate, a code point past U+10FFFF, a cut sequence). */
+static size_t utf8_sequence(const unsigned char *p, uint32_t *cp)
+{
+    if (p[0] < 0x80) {
+        *cp = p[0];
+        return 1;
+    }
+    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+    if (!len || p[0] > 0xf4)
+        return 0;
+    uint32_t v = p[0] & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80) /* also stops at the terminator */
+            return 0;
+        v = v << 6 | (p[i] & 0x3f);
+    }
+    static const uint32_t smallest[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+    if (v < smallest[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+/* Code points a terminal or a reader could act on: C0 controls, DEL, C1
+ * controls (U+009B is CSI to some terminals), the line and paragraph
+ * separators, and the bidirectional embeddings, overrides and isolates that
+ * can make a name display as another. */
+static bool is_unsafe_code_point(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* The short escape shared by text and JSON, or NULL. */
+static const char *short_escape(uint32_t cp)
+{
+    switch (cp) {
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default: return NULL;
+    }
+}
+
+/* Appends s with every byte that is not plain printable UTF-8 escaped, in
+ * the style of the text report (json: in a JSON string's style). */
+static void add_escaped(strbuf *sb, const char *s, bool json)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        const unsigned char *run = p;
+        uint32_t cp = 0;
+        size_t n;
+        while ((n = utf8_sequence(p, &cp)) && !is_unsafe_code_point(cp) && !short_escape(cp) &&
+               !(json && cp == '"'))
+            p += n;
+        sb_add(sb, (const char *)run, (size_t)(p - run));
+        if (!*p)
+            break;
+        if (!n) /* not UTF-8: the byte's value, as text even in JSON */
+            sb_addf(sb, json ? "\\\\x%02x" : "\\x%02x", *p++);
+        else if (short_escape(cp))
+            sb_adds(sb, short_escape(cp)), p += n;
+        else if (cp == '"')
+            sb_adds(sb, "\\\""), p += n;
+        else if (!json && cp < 0x80)
+            sb_addf(sb, "\\x%02x", (unsigned)cp), p += n;
+        else
+            sb_addf(sb, "\\u%04x", (unsigned)cp), p += n;
+    }
+}
+
+void sb_add_escaped(strbuf *sb, const char *s)
+{
+    add_escaped(sb, s, false);
+}
+
 void sb_add_json_string(strbuf *sb, const char *s)
 {
     if (!s) {
@@ -95,19 +182,19 @@ void sb_add_json_string(strbuf *sb, const char *s)
         return;
     }
     sb_adds(sb, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': sb_adds(sb, "\\\""); break;
-        case '\\': sb_adds(sb, "\\\\"); break;
-        case '\n': sb_adds(sb, "\\n"); break;
-        case '\r': sb_adds(sb, "\\r"); break;
-        case '\t': sb_adds(sb, "\\t"); break;
-        default:
-            if (*p < 0x20)
-                sb_addf(sb, "\\u%04x", *p);
-            else
-                sb_add(sb, (const char *)p, 1);
-        }
-    }
+    add_escaped(sb, s, true);
     sb_adds(sb, "\"");
+}
+
+void escape_into(char *out, size_t size, const char *s)
+{
+    strbuf sb = STRBUF_INIT;
+    sb_add_escaped(&sb, s);
+    size_t n = sb.oom ? 0 : sb.len < size ? sb.len : size - 1;
+    /* cut before a multi-byte character rather than through it */
+    while (n > 0 && n < sb.len && ((unsigned char)sb.buf[n] & 0xc0) == 0x80)
+        n--;
+    memcpy(out, sb.oom ? "" : sb.buf, n);
+    out[n] = '\0';
+    sb_release(&sb);
 }

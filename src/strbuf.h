@@ -30,7 +30,20 @@ void sb_reset(strbuf *sb);
 void sb_add(strbuf *sb, const char *data, size_t n);
 void sb_adds(strbuf *sb, const char *s);
 void sb_addf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s as a JSON string literal, quotes included. NULL becomes null. */
+/* Names from a model are untrusted bytes; these are the only ways they are
+ * printed (README, "Hostile input"). Text: a backslash becomes \\, newline,
+ * return and tab \n \r \t, other ASCII controls and each byte that is not
+ * part of well-formed UTF-8 \xHH, C1 controls, U+2028/9 and bidirectional
+ * controls \uHHHH; the result is printable UTF-8 and the original can be
+ * recovered from it. */
+void sb_add_escaped(strbuf *sb, const char *s);
+/* Appends s as a JSON string literal, quotes included; NULL becomes null. The
+ * result is valid UTF-8: controls and the code points above are \u escapes
+ * (they decode to the original), a byte that is not UTF-8 becomes the four
+ * characters \xHH of the decoded string. */
 void sb_add_json_string(strbuf *sb, const char *s);
+/* sb_add_escaped() into a fixed buffer of `size` bytes (size > 0),
+ * truncated if need be before a UTF-8 character, not inside it. */
+void escape_into(char *out, size_t size, const char *s);
 
 #endif

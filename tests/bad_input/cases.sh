@@ -228,6 +228,77 @@ else
   fail "collide" "input GRU_0_initial_h is gone"
 fi
 
+# ---- hostile names: carried byte for byte, escaped in every report ---------------------
+# (make_bad_models.c, hostile_names_model: CSI, OSC, BEL, a newline, bytes that
+# are not UTF-8, a C1 CSI and a right-to-left override; README "Hostile input")
+safe_output() { python3 "$(dirname "$0")/safe_output.py" "$@"; }
+hostile=$cases/hostile-names.onnx
+fresh_dir
+run_tool "$hostile" -o "$d/out.onnx" --check -v --name-template '{name}_{slot}'
+why=$(crash_report "$status" "$work/stderr")
+expected=$(sed "s|^|$hostile: |" <<'EOF'
+main GRU 'gru\x1b[31mRED\xff\xfe': updated; inputs added gru\x1b[31mRED\xff\xfe_initial_h; outputs added gru\x1b[31mRED\xff\xfe_Y_h
+  initial_h: case a: absent; new input gru\x1b[31mRED\xff\xfe_initial_h (zero default)
+  Y_h: unused, now graph output gru\x1b[31mRED\xff\xfe_Y_h
+state gru\x1b[31mRED\xff\xfe_initial_h -> gru\x1b[31mRED\xff\xfe_Y_h [1,batch\u009b2J\u202e,8] float32, optional
+1 recurrent node: 1 updated, 0 already exposed, 0 skipped; model rewritten
+EOF
+)
+expected="$expected
+$hostile: wrote $d/out.onnx (checked)"
+if [ -n "$why" ] || [ "$status" -ne 0 ]; then fail "hostile names, text report" "status $status $why: $err"
+elif [ "$out" != "$expected" ]; then fail "hostile names, text report" "got:
+$out
+expected:
+$expected"
+elif ! why=$(safe_output text "$work/stdout"); then fail "hostile names, text report" "$why"
+else pass "hostile names: the text report escapes them exactly"; fi
+# the names themselves are the model's bytes, in the model and in new names
+if names_of "$d/out.onnx" > "$work/names" &&
+   grep -qxF "$(printf 'node GRU gru\033[31mRED\377\376')" "$work/names" &&
+   grep -qxF "$(printf 'input gru\033[31mRED\377\376_initial_h')" "$work/names" &&
+   grep -qxF "$(printf 'input x\033]0;pwned\007bell')" "$work/names" &&
+   grep -qxF "$(printf 'initializer r\355\240\200')" "$work/names"; then
+  pass "hostile names: carried byte for byte into the output"
+else
+  fail "hostile names" "names changed in the output: $(cat -v "$work/names")"
+fi
+if why=$(safe_output metadata "$work/names"); then pass "hostile names: the rnnstate.state metadata is safe JSON"
+else fail "hostile names, metadata" "$why"; fi
+run_tool "$hostile" -o "$d/out.onnx" --json --name-template '{name}_{slot}'
+if ! why=$(safe_output json "$work/stdout"); then fail "hostile names, JSON report" "$why"
+elif ! python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["models"][0]
+want = "gru\x1b[31mRED\\xff\\xfe"
+assert m["nodes"][0]["name"] == want, m["nodes"][0]["name"]
+assert m["state"][0]["input"] == want + "_initial_h", m["state"][0]
+assert m["state"][0]["shape"] == [1, "batch\x9b2J\u202e", 8], m["state"][0]
+' "$work/stdout"; then fail "hostile names, JSON report" "names not as documented: $(cat "$work/stdout")"
+else pass "hostile names: strict JSON, names decoded as documented"; fi
+refused "hostile names in an error message" "$cases/hostile-names-dup.onnx" \
+  "invalid model: value produced 'y\nrnnstate-rewrite: forged line' appears twice"
+# a file name is as untrusted as the names inside the file
+evil=$work/$(printf 'evil\033]0;t\007\377').onnx
+cp "$hostile" "$evil"
+fresh_dir
+run_tool "$evil" -o "$d/out.onnx" --json
+if ! why=$(safe_output json "$work/stdout") || ! why=$(safe_output text "$work/stderr"); then
+  fail "hostile file name" "$why"
+else
+  case "$err" in
+    "$work/evil\x1b]0;t\x07\xff.onnx: main GRU"*) pass "hostile file name: escaped in the text and JSON reports" ;;
+    *) fail "hostile file name" "text report: $(cat -v "$work/stderr")" ;;
+  esac
+fi
+cp "$cases/hostile-names-dup.onnx" "$evil"
+run_tool "$evil" -o "$d/out.onnx"
+case "$status:$err" in
+  "1:rnnstate-rewrite: $work/evil\x1b]0;t\x07\xff.onnx: invalid model: value produced 'y\n"*) pass "hostile file name: escaped in an error" ;;
+  *) fail "hostile file name in an error" "status $status: $(cat -v "$work/stderr")" ;;
+esac
+rm -f "$evil"
+
 # ---- inputs that are not files ---------------------------------------------------------
 refused "missing input path" "$work/nope.onnx" "cannot open: No such file or directory"
 mkdir -p "$work/empty-dir" "$work/dir.onnx"

@@ -1245,6 +1245,49 @@ static void c_unknown_fields(const char *path, long n)
     onnx__model_proto__free_unpacked(m, NULL);
 }
 
+/* Names an attacker would pick: a CSI colour and bytes that are not UTF-8 in
+ * the GRU's name, an OSC window title and BEL in X, a newline that would forge
+ * a report line in Y, an overlong '/' and a UTF-16 surrogate in the weights,
+ * a C1 CSI and a right-to-left override in X's batch dimension. The rewrite
+ * must carry them byte for byte and escape them in every report (with
+ * --name-template {name}_{slot}, in the names it adds too). */
+#define HOSTILE_GRU "gru\x1b[31mRED\xff\xfe"
+#define HOSTILE_X "x\x1b]0;pwned\x07" "bell"
+#define HOSTILE_Y "y\nrnnstate-rewrite: forged line"
+#define HOSTILE_W "w\xc0\xaf"
+#define HOSTILE_R "r\xed\xa0\x80"
+#define HOSTILE_BATCH "batch\xc2\x9b" "2J\xe2\x80\xae"
+
+static Onnx__ModelProto *hostile_names_model(void)
+{
+    Onnx__ModelProto *m = new_model(17);
+    Onnx__GraphProto *g = m->graph;
+    add_input(g, HOSTILE_X, F32, "T," HOSTILE_BATCH ",4");
+    int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
+    add_init_f32(g, HOSTILE_W, 3, wd, 0.01f, 0.001f);
+    add_init_f32(g, HOSTILE_R, 3, rd, -0.02f, 0.0005f);
+    Onnx__NodeProto *n = add_node(g, "GRU", HOSTILE_GRU, HOSTILE_X "," HOSTILE_W "," HOSTILE_R,
+                                  HOSTILE_Y);
+    attr_i(n, "hidden_size", 8);
+    add_output(g, HOSTILE_Y, F32, NULL);
+    return m;
+}
+
+static void c_hostile_names(const char *path, long n)
+{
+    (void)n;
+    write_model(path, hostile_names_model());
+}
+
+/* The same names in an error message: a value produced twice. */
+static void c_hostile_names_dup(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = hostile_names_model();
+    add_node(m->graph, "Relu", "dup", HOSTILE_W, HOSTILE_Y);
+    write_model(path, m);
+}
+
 /* The good models the suite also needs. */
 static void c_good_gru(const char *path, long n)
 {
@@ -1553,6 +1596,8 @@ static const case_def cases[] = {
     { "if-missing-else", c_if_missing_else, 0 },
     { "if-missing-else-nested", c_if_missing_else_nested, 0 },
     { "unknown-fields", c_unknown_fields, 0 },
+    { "hostile-names", c_hostile_names, 0 },
+    { "hostile-names-dup", c_hostile_names_dup, 0 },
     { "good-gru", c_good_gru, 0 },
     { "good-lstm", c_good_lstm, 0 },
     { "big-weights", c_big_weights, 1 },
@@ -1616,6 +1661,9 @@ static int print_names(const char *path)
     for (size_t i = 0; i < g->n_node; i++)
         printf("node %s %s\n", g->node[i]->op_type ? g->node[i]->op_type : "",
                g->node[i]->name ? g->node[i]->name : "");
+    for (size_t i = 0; i < m->n_metadata_props; i++)
+        printf("metadata %s\t%s\n", m->metadata_props[i]->key ? m->metadata_props[i]->key : "",
+               m->metadata_props[i]->value ? m->metadata_props[i]->value : "");
     onnx__model_proto__free_unpacked(m, NULL);
     return 0;
 }
