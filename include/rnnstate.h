@@ -331,11 +331,15 @@ RNNSTATE_API rnnstate_status rnnstate_rewrite(rnnstate_model *model,
 RNNSTATE_API void rnnstate_report_free(rnnstate_report *report);
 
 /* Verifies the structure of a (re-loaded) rewritten model against the report
- * of its rewrite: every state pair's input is a graph input that something
- * reads and its output a graph output that a node produces; graph input,
- * output and initializer names are unique; every value is produced once.
- * Returns RNNSTATE_OK; RNNSTATE_ERR_INVALID with the first problem found;
- * RNNSTATE_ERR_NOMEM. */
+ * of its rewrite: graph input, output and initializer names are unique and
+ * every value is produced once; every value a node reads is defined before it
+ * (in its graph or, for a subgraph, in an enclosing graph before the node
+ * holding it; "" is an absent optional input), so nodes are in topological
+ * order; every graph output is defined; every state pair's input is a graph
+ * input that something reads, declared with the pair's dtype and shape, and
+ * its output a graph output that a node produces, of the same dtype and with
+ * no fixed size that differs. Returns RNNSTATE_OK; RNNSTATE_ERR_INVALID with
+ * the first problem found; RNNSTATE_ERR_NOMEM. */
 RNNSTATE_API rnnstate_status rnnstate_model_check(const rnnstate_model *model,
                                                   const rnnstate_report *report,
                                                   rnnstate_error *err);

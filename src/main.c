@@ -500,6 +500,10 @@ static void process(const cli *c, const job *j, FILE *text, rnnstate_report **re
     rnnstate_status st = load(c, j, &model, err);
     if (st == RNNSTATE_OK)
         st = rnnstate_rewrite(model, &c->options, report, err);
+    /* checked before anything is written, so a model that fails leaves no
+     * output; then again as re-loaded from what was written */
+    if (st == RNNSTATE_OK && j->output && c->check)
+        st = rnnstate_model_check(model, *report, err);
     if (st == RNNSTATE_OK && j->output)
         st = save(c, j, model, err);
     if (st == RNNSTATE_OK && j->output && c->check)

@@ -937,6 +937,7 @@ static void c_attr_type_mismatch(const char *path, long n)
     /* layout: type INTS, no ints */
     new_attr(node, "layout", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
     /* an If elsewhere whose then_branch is typed GRAPH but has no graph */
+    add_input(m->graph, "c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
     Onnx__NodeProto *iff = add_node(m->graph, "If", "if", "c", "o");
     new_attr(iff, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
     new_attr(iff, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS);
