@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Command-line behaviour of rnnstate-rewrite: options, exit codes, messages,
-# and bad input. Run by ctest: test_cli.sh TOOL MODELS_DIR
+# and bad input. Run by ctest: test_cli.sh TOOL MODELS_DIR MAKE_BAD_MODELS
+# (random inputs come from make-bad-models' seeded generator, so that every
+# run tests the same bytes)
 # Every bad-input case asserts the exit status, a one-line error on stderr
 # that names the file, and that no output file exists afterwards.
 set -u
-tool=$1 models=$2
+tool=$1 models=$2 gen=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 passed=0 failed=0
@@ -52,7 +54,7 @@ bad_input "missing file" "$work/nope.onnx" "cannot open: No such file or directo
 bad_input "empty file" "$work/empty.onnx" "empty file, not an ONNX model"
 printf 'hello, this is not a model\n' > "$work/text.onnx"
 bad_input "text file" "$work/text.onnx" "not an ONNX model"
-head -c 4096 /dev/urandom > "$work/random.onnx"
+"$gen" random "$work/random.onnx" 7  # seed 7: the same bytes every run
 # random bytes that happen to parse as a protobuf still have no graph
 bad_input "random bytes" "$work/random.onnx" "not an ONNX model"
 size=$(stat -c %s "$good")
