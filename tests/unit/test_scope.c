@@ -1,0 +1,156 @@
+/* scope: the tree of a model's graphs, outer-scope lookups, and the queued
+ * additions a pass makes to a graph. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+#include "model_builder.h"
+#include "onnx_build.h"
+#include "scope.h"
+
+/* main: relu (X -> a), if (then: Identity a -> t, with loop (body: Add
+ * a + h -> h_out); else: Identity X -> e), Identity if_out -> out. */
+static Onnx__ModelProto *nested_model(void)
+{
+    Onnx__ModelProto *m = mb_new(8, 17);
+    mb_input(m, "X", MB_FLOAT, "2");
+    mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    mb_initializer_filled(m, "W", MB_FLOAT, MB_DIMS(2), 1.0);
+    mb_node(m, "Relu", "relu", "X", "a");
+    Onnx__NodeProto *iff = mb_node(m, "If", "if", "cond", "if_out");
+    Onnx__GraphProto *then = mb_attr_graph(iff, "then_branch", "then");
+    mb_graph_node(then, "Identity", "t_id", "a", "t");
+    Onnx__NodeProto *loop = mb_graph_node(then, "Loop", "", ",cond,t", "t_final");
+    Onnx__GraphProto *body = mb_attr_graph(loop, "body", "body");
+    mb_graph_node(body, "Add", "add", "a,W", "h_out");
+    mb_graph_output(body, "h_out", MB_FLOAT, NULL);
+    mb_graph_output(then, "t_final", MB_FLOAT, NULL);
+    Onnx__GraphProto *other = mb_attr_graph(iff, "else_branch", "else");
+    mb_graph_node(other, "Identity", "e_id", "X", "e");
+    mb_graph_output(other, "e", MB_FLOAT, NULL);
+    mb_node(m, "Identity", "out_id", "if_out", "out");
+    mb_output(m, "out", MB_FLOAT, NULL);
+    return m;
+}
+
+typedef struct fixture {
+    rnnstate_model *model;
+    scope_tree tree;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    size_t size;
+    Onnx__ModelProto *m = nested_model();
+    unsigned char *bytes = mb_pack(m, &size);
+    mb_free(m);
+    rnnstate_error err;
+    bool ok = f && rnnstate_model_load_memory(bytes, size, NULL, NULL, &f->model, &err) ==
+                       RNNSTATE_OK &&
+              scope_tree_build(&f->tree, f->model);
+    free(bytes);
+    *state = f;
+    return ok ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    scope_tree_free(&f->tree);
+    rnnstate_model_free(f->model);
+    free(f);
+    return 0;
+}
+
+static void test_tree_in_pre_order(void **state)
+{
+    fixture *f = *state;
+    assert_int_equal(f->tree.n, 4);
+    static const char *const paths[] = { "main", "main/if.then_branch",
+                                         "main/if.then_branch/Loop.body", "main/if.else_branch" };
+    static const bool in_loop[] = { false, false, true, false };
+    for (size_t i = 0; i < 4; i++) {
+        const scope *s = f->tree.scopes[i];
+        assert_string_equal(s->path, paths[i]);
+        assert_int_equal(s->in_loop, in_loop[i]);
+    }
+    const scope *main = f->tree.scopes[0], *then = f->tree.scopes[1], *body = f->tree.scopes[2];
+    assert_null(main->parent);
+    assert_ptr_equal(then->parent, main);
+    assert_int_equal(then->parent_node, 1);
+    assert_string_equal(then->attr_name, "then_branch");
+    assert_ptr_equal(body->parent, then);
+    assert_int_equal(body->parent_node, 1);
+    assert_ptr_equal(scope_of_graph(&f->tree, body->graph), body);
+    assert_null(scope_of_graph(&f->tree, NULL));
+}
+
+/* A name resolves in the nearest scope that defines it. */
+static void test_lookup_moves_outwards(void **state)
+{
+    fixture *f = *state;
+    const scope *main = f->tree.scopes[0], *then = f->tree.scopes[1], *body = f->tree.scopes[2];
+    const scope *owner = NULL;
+    const value_entry *e = scope_lookup(body, "h_out", &owner);
+    assert_non_null(e);
+    assert_ptr_equal(owner, body);
+    e = scope_lookup(body, "a", &owner); /* read by the body, produced in main */
+    assert_ptr_equal(owner, main);
+    assert_int_equal(e->producer, 0);
+    e = scope_lookup(body, "W", &owner);
+    assert_ptr_equal(owner, main);
+    assert_true(e->initializer >= 0);
+    e = scope_lookup(then, "t", &owner);
+    assert_ptr_equal(owner, then);
+    assert_null(scope_lookup(then, "e", &owner)); /* the sibling branch is not enclosing */
+    assert_null(scope_lookup(main, "t", &owner)); /* nor is a branch */
+    assert_null(scope_lookup(body, "ghost", &owner));
+}
+
+/* Queued nodes go before the node named, in the order they were queued;
+ * pending inputs, outputs and initializers are appended; reindexing sees
+ * them. */
+static void test_flush_inserts_in_place(void **state)
+{
+    fixture *f = *state;
+    scope *main = f->tree.scopes[0];
+    Onnx__NodeProto *first = node_new("Identity", "q1"), *second = node_new("Identity", "q2");
+    Onnx__NodeProto *last = node_new("Identity", "q3");
+    assert_true(first && second && last);
+    assert_true(append_string(&first->input, &first->n_input, "X"));
+    assert_true(append_string(&first->output, &first->n_output, "q1_out"));
+    assert_true(scope_queue_node(main, 1, first));
+    assert_true(scope_queue_node(main, SIZE_MAX, last));
+    assert_true(scope_queue_node(main, 1, second));
+    dim_info dims[1] = { { .known = true, .value = 2 } };
+    assert_true(scope_add_input(main, value_info_new("new_in", MB_FLOAT, dims, 1)));
+    assert_true(scope_add_output(main, value_info_new("q1_out", MB_FLOAT, dims, 1)));
+    assert_string_equal(mb_node_names(main->graph), "relu,if,out_id"); /* nothing until flushed */
+    assert_true(scope_tree_flush(&f->tree));
+    assert_true(scope_tree_reindex(&f->tree));
+    assert_string_equal(mb_node_names(main->graph), "relu,q1,q2,if,out_id,q3");
+    assert_string_equal(mb_input_names(main->graph), "X,cond,new_in");
+    assert_string_equal(mb_output_names(main->graph), "out,q1_out");
+    const scope *owner;
+    const value_entry *e = scope_lookup(f->tree.scopes[2], "q1_out", &owner);
+    assert_non_null(e);
+    assert_int_equal(e->producer, 1);
+    assert_int_equal(e->graph_output, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_tree_in_pre_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_moves_outwards, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flush_inserts_in_place, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,108 @@
+/* strmap: the string -> int map every index and registry is built on. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "strmap.h"
+
+static void test_empty_map_finds_nothing(void **state)
+{
+    (void)state;
+    strmap m = STRMAP_INIT;
+    assert_int_equal(strmap_get(&m, "X"), -1);
+    assert_int_equal(strmap_get(&m, ""), -1);
+    strmap_free(&m);
+    strmap_free(&m); /* freeing twice is harmless: the map is reset */
+}
+
+static void test_put_get_replace(void **state)
+{
+    (void)state;
+    strmap m = STRMAP_INIT;
+    assert_true(strmap_put(&m, "GRU_0_initial_h", 3));
+    assert_true(strmap_put(&m, "", 0)); /* an empty name is a key like any other */
+    assert_int_equal(strmap_get(&m, "GRU_0_initial_h"), 3);
+    assert_int_equal(strmap_get(&m, ""), 0);
+    assert_int_equal(strmap_get(&m, "GRU_0_initial"), -1); /* a prefix is another key */
+    assert_int_equal(strmap_get(&m, "GRU_0_initial_h_"), -1);
+    assert_true(strmap_put(&m, "GRU_0_initial_h", 7));
+    assert_int_equal(strmap_get(&m, "GRU_0_initial_h"), 7);
+    assert_int_equal(m.count, 2);
+    strmap_free(&m);
+}
+
+/* The map copies its keys: the strings it was filled from may go. */
+static void test_keys_are_copied(void **state)
+{
+    (void)state;
+    strmap m = STRMAP_INIT;
+    char *name = strdup("lstm_Y_h");
+    assert_non_null(name);
+    assert_true(strmap_put(&m, name, 1));
+    name[0] = 'X';
+    assert_int_equal(strmap_get(&m, "lstm_Y_h"), 1);
+    assert_int_equal(strmap_get(&m, name), -1);
+    free(name);
+    assert_int_equal(strmap_get(&m, "lstm_Y_h"), 1);
+    strmap_free(&m);
+}
+
+/* Growing keeps every entry: many keys, then every one found again, with
+ * lookups of absent keys in between. */
+static void test_grows_and_keeps_every_key(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    strmap m = STRMAP_INIT;
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "value_%d", i);
+        assert_true(strmap_put(&m, key, i));
+    }
+    assert_int_equal(m.count, N);
+    assert_true(m.cap >= N && (m.cap & (m.cap - 1)) == 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "value_%d", i);
+        if (strmap_get(&m, key) != i)
+            fail_msg("%s: %d", key, strmap_get(&m, key));
+        snprintf(key, sizeof key, "absent_%d", i);
+        if (strmap_get(&m, key) != -1)
+            fail_msg("%s found", key);
+    }
+    strmap_free(&m);
+    assert_int_equal(m.count, 0);
+}
+
+/* Names that differ only in bytes a naive hash might drop. */
+static void test_similar_and_binary_keys(void **state)
+{
+    (void)state;
+    static const char *const keys[] = { "a", "b", "ab", "ba", "a\x01", "a\xff", "\xc3\xa9",
+                                        "\x1b[31m", "a b", "A" };
+    strmap m = STRMAP_INIT;
+    size_t n = sizeof keys / sizeof keys[0];
+    for (size_t i = 0; i < n; i++)
+        assert_true(strmap_put(&m, keys[i], (int)i));
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(strmap_get(&m, keys[i]), (int)i);
+    assert_int_equal(m.count, n);
+    strmap_free(&m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_map_finds_nothing),
+        cmocka_unit_test(test_put_get_replace),
+        cmocka_unit_test(test_keys_are_copied),
+        cmocka_unit_test(test_grows_and_keeps_every_key),
+        cmocka_unit_test(test_similar_and_binary_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
