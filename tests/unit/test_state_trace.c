@@ -1,0 +1,243 @@
+/* state/trace.c: where an initial state comes from, where a final state goes,
+ * and what a dimension is. Each case is a small graph around one value. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+#include "model_builder.h"
+#include "scope.h"
+#include "state/trace.h"
+
+typedef struct traced {
+    rnnstate_model *model;
+    scope_tree tree;
+} traced;
+
+/* Loads `m` (freed) and builds its scopes; fails the test on error. */
+static void trace_open(Onnx__ModelProto *m, traced *t)
+{
+    size_t size;
+    unsigned char *bytes = mb_pack(m, &size);
+    mb_free(m);
+    rnnstate_error err;
+    if (rnnstate_model_load_memory(bytes, size, NULL, NULL, &t->model, &err) != RNNSTATE_OK)
+        fail_msg("%s", err.message);
+    free(bytes);
+    assert_true(scope_tree_build(&t->tree, t->model));
+}
+
+static void trace_close(traced *t)
+{
+    scope_tree_free(&t->tree);
+    rnnstate_model_free(t->model);
+}
+
+/* Every graph: X [T,batch,3] and state input "state" [2,batch,4]; each case
+ * adds the nodes that produce "h" and, where it matters, an If whose
+ * then-branch reads "h" as "inner". */
+static Onnx__ModelProto *base(void)
+{
+    Onnx__ModelProto *m = mb_new(8, 17);
+    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    mb_input(m, "state", MB_FLOAT, "2,batch,4");
+    return m;
+}
+
+static void h_graph_input(Onnx__ModelProto *m) { mb_input(m, "h", MB_FLOAT, "1,batch,4"); }
+static void h_initializer(Onnx__ModelProto *m)
+{
+    mb_initializer_filled(m, "h", MB_FLOAT, MB_DIMS(1, 2, 4), 0.5);
+}
+static void h_expand_of_zeros(Onnx__ModelProto *m)
+{
+    mb_initializer_filled(m, "zero", MB_FLOAT, MB_DIMS(1, 1, 4), 0.0);
+    mb_initializer_int64(m, "shape", MB_DIMS(3), (int64_t[]){ 1, 2, 4 });
+    mb_node(m, "Expand", "expand", "zero,shape", "h");
+}
+static void h_expand_of_pattern(Onnx__ModelProto *m)
+{
+    mb_initializer_float(m, "pattern", MB_DIMS(1, 1, 4), (float[]){ 1, 2, 3, 4 });
+    mb_initializer_int64(m, "shape", MB_DIMS(3), (int64_t[]){ 1, 2, 4 });
+    mb_node(m, "Expand", "expand", "pattern,shape", "h");
+}
+static void h_slice_of_state(Onnx__ModelProto *m)
+{
+    mb_initializer_int64(m, "s0", MB_DIMS(1), (int64_t[]){ 0 });
+    mb_initializer_int64(m, "s1", MB_DIMS(1), (int64_t[]){ 1 });
+    mb_node(m, "Slice", "slice", "state,s0,s1,s0", "h");
+}
+static void h_from_data(Onnx__ModelProto *m) { mb_node(m, "ReduceMean", "mean", "X", "h"); }
+
+typedef struct initial_case {
+    const char *why;
+    void (*build)(Onnx__ModelProto *m);
+    const char *value; /* "" for an empty slot */
+    state_source_kind kind;
+    const char *input;   /* GRAPH_INPUT, INITIALIZER, VIEW_OF_INPUT */
+    const char *node;    /* CONSTANT, DATA_DEPENDENT: the node named */
+    bool via_expand, uniform;
+} initial_case;
+
+static const initial_case initial_cases[] = {
+    { "an empty slot", NULL, "", SOURCE_ABSENT, NULL, NULL, false, false },
+    { "a graph input", h_graph_input, "h", SOURCE_GRAPH_INPUT, "h", NULL, false, false },
+    { "an initializer", h_initializer, "h", SOURCE_INITIALIZER, "h", NULL, false, false },
+    { "an Expand of zeros", h_expand_of_zeros, "h", SOURCE_CONSTANT, NULL, "expand", true, true },
+    { "an Expand of a pattern", h_expand_of_pattern, "h", SOURCE_CONSTANT, NULL, "expand", true,
+      false },
+    { "a Slice of a graph input", h_slice_of_state, "h", SOURCE_VIEW_OF_INPUT, "state", NULL,
+      false, false },
+    { "computed from data", h_from_data, "h", SOURCE_DATA_DEPENDENT, NULL, "mean", false, false },
+};
+
+static void test_initial_case(void **state)
+{
+    const initial_case *c = *state;
+    Onnx__ModelProto *m = base();
+    if (c->build)
+        c->build(m);
+    traced t;
+    trace_open(m, &t);
+    state_source src;
+    assert_true(trace_initial_state(t.tree.scopes[0], c->value, &src));
+    if (src.kind != c->kind)
+        fail_msg("%s: kind %d, expected %d", c->why, (int)src.kind, (int)c->kind);
+    if (c->input)
+        assert_string_equal(src.input, c->input);
+    if (c->node)
+        assert_string_equal(src.node->name, c->node);
+    assert_int_equal(src.via_expand, c->via_expand);
+    assert_int_equal(src.uniform, c->uniform);
+    if (c->kind == SOURCE_INITIALIZER)
+        assert_ptr_equal(src.owner, t.tree.scopes[0]);
+    trace_close(&t);
+}
+
+/* A branch reading a main-graph input sees it as that graph input. */
+static void test_initial_state_from_inside_a_branch(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = base();
+    mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    Onnx__NodeProto *iff = mb_node(m, "If", "if", "cond", "if_out");
+    Onnx__GraphProto *then = mb_attr_graph(iff, "then_branch", "then");
+    mb_graph_node(then, "Identity", "id", "state", "t");
+    mb_graph_output(then, "t", MB_FLOAT, NULL);
+    Onnx__GraphProto *other = mb_attr_graph(iff, "else_branch", "else");
+    mb_graph_node(other, "Identity", "id2", "state", "e");
+    mb_graph_output(other, "e", MB_FLOAT, NULL);
+    mb_output(m, "if_out", MB_FLOAT, NULL);
+    traced t;
+    trace_open(m, &t);
+    state_source src;
+    assert_true(trace_initial_state(t.tree.scopes[1], "state", &src));
+    assert_int_equal(src.kind, SOURCE_GRAPH_INPUT);
+    assert_string_equal(src.input, "state");
+    /* the branch's output reaches the main graph through the If */
+    assert_string_equal(trace_final_state(t.tree.scopes[1], "t", false), "if_out");
+    trace_close(&t);
+}
+
+typedef struct final_case {
+    const char *why;
+    const char *ops; /* the ops from "h" to the graph output, comma-separated */
+    bool direct;
+    bool reaches; /* trace_final_state finds that output */
+} final_case;
+
+static const final_case final_cases[] = {
+    { "h is the output", "", false, true },
+    { "h is the output, direct", "", true, true },
+    { "through Identity", "Identity", false, true },
+    { "through Identity, direct", "Identity", true, false },
+    { "through Identity and Cast", "Identity,Cast", false, true },
+    { "through Relu (it computes)", "Relu", false, false },
+};
+
+/* "h" (computed from X) through c->ops to the graph output, named "v<i>"
+ * after the i-th op ("h" itself without ops). */
+static void test_final_case(void **state)
+{
+    const final_case *c = *state;
+    Onnx__ModelProto *m = base();
+    mb_node(m, "ReduceMean", "mean", "X", "h");
+    char value[16] = "h";
+    for (const char *p = c->ops; *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        char op[16], next[16];
+        snprintf(op, sizeof op, "%.*s", (int)strcspn(p, ","), p);
+        snprintf(next, sizeof next, "v%zu", m->graph->n_node - 1);
+        Onnx__NodeProto *n = mb_node(m, op, NULL, value, next);
+        if (!strcmp(op, "Cast"))
+            mb_attr_int(n, "to", MB_FLOAT);
+        strcpy(value, next);
+    }
+    mb_output(m, value, MB_FLOAT, NULL);
+    traced t;
+    trace_open(m, &t);
+    const char *reached = trace_final_state(t.tree.scopes[0], "h", c->direct);
+    if (c->reaches)
+        assert_string_equal(reached, value);
+    else
+        assert_null(reached);
+    trace_close(&t);
+}
+
+/* Dimensions: declared, carried through shape-preserving ops, moved by
+ * Transpose, unknown where nothing says. */
+static void test_infer_dim(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = base();
+    mb_node(m, "Relu", "relu", "X", "r");
+    Onnx__NodeProto *tr = mb_node(m, "Transpose", "tr", "r", "t");
+    mb_attr_ints(tr, "perm", 3, (int64_t[]){ 1, 0, 2 });
+    mb_node(m, "NonZero", "nz", "X", "nz_out");
+    mb_output(m, "t", MB_FLOAT, NULL);
+    traced t;
+    trace_open(m, &t);
+    const scope *s = t.tree.scopes[0];
+    dim_info d = { 0 }; /* infer_dim clears it first */
+    assert_true(infer_dim(s, "X", 1, &d));
+    assert_true(d.known);
+    assert_string_equal(d.param, "batch");
+    dim_info_clear(&d);
+    assert_true(infer_dim(s, "r", 2, &d));
+    assert_true(d.known && !d.param);
+    assert_int_equal(d.value, 3);
+    dim_info_clear(&d);
+    assert_true(infer_dim(s, "t", 0, &d)); /* Transpose: axis 0 is X's axis 1 */
+    assert_string_equal(d.param, "batch");
+    dim_info_clear(&d);
+    assert_true(infer_dim(s, "nz_out", 0, &d));
+    assert_false(d.known);
+    dim_info_clear(&d);
+    assert_int_equal(declared_elem_type(s, "state"), MB_FLOAT);
+    assert_int_equal(declared_elem_type(s, "r"), 0);
+    trace_close(&t);
+}
+
+#define N_INITIAL (sizeof initial_cases / sizeof initial_cases[0])
+#define N_FINAL (sizeof final_cases / sizeof final_cases[0])
+
+int main(void)
+{
+    struct CMUnitTest tests[N_INITIAL + N_FINAL + 2];
+    size_t n = 0;
+    for (size_t i = 0; i < N_INITIAL; i++)
+        tests[n++] = (struct CMUnitTest){ .name = initial_cases[i].why,
+                                          .test_func = test_initial_case,
+                                          .initial_state = (void *)&initial_cases[i] };
+    for (size_t i = 0; i < N_FINAL; i++)
+        tests[n++] = (struct CMUnitTest){ .name = final_cases[i].why,
+                                          .test_func = test_final_case,
+                                          .initial_state = (void *)&final_cases[i] };
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_initial_state_from_inside_a_branch);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_infer_dim);
+    return _cmocka_run_group_tests("state_trace", tests, n, NULL, NULL);
+}
