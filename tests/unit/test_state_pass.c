@@ -51,6 +51,32 @@ static Onnx__NodeProto *add_layer(Onnx__ModelProto *m, const char *op, const cha
     return add_layer_ex(m, op, name, MB_FLOAT, NULL, x, input_size, init_h, init_c, outputs);
 }
 
+/* A model of IR `ir` importing opset `opset` whose first input is X (float,
+ * `x_dims`): how almost every test starts. */
+static Onnx__ModelProto *model_with_x(int64_t ir, int64_t opset, const char *x_dims)
+{
+    Onnx__ModelProto *m = mb_new(ir, opset);
+    mb_input(m, "X", MB_FLOAT, x_dims);
+    return m;
+}
+
+/* The simplest test model: X, one recurrent layer over it, its Y an output. */
+typedef struct layer_spec {
+    int64_t ir, opset;
+    const char *x_dims, *op, *name;
+    const char *init_h, *init_c; /* NULL: the slot is left out */
+    const char *outputs;         /* the layer's outputs, as for mb_node */
+    const char *y_dims;
+} layer_spec;
+
+static Onnx__ModelProto *layer_model(const layer_spec *l)
+{
+    Onnx__ModelProto *m = model_with_x(l->ir, l->opset, l->x_dims);
+    add_layer(m, l->op, l->name, "X", I, l->init_h, l->init_c, l->outputs);
+    mb_output(m, "Y", MB_FLOAT, l->y_dims);
+    return m;
+}
+
 /* PyTorch's shape computation for a zero state: [first, batch-of-x, H] via
  * Shape -> Gather -> Unsqueeze -> Concat, nodes and initializers prefixed
  * with `p`. Returns the name of the shape value ("<p>_shape"). */
@@ -85,6 +111,34 @@ static const char *add_torch_state_shape(Onnx__ModelProto *m, const char *p, con
     mb_attr_int(mb_node(m, "Concat", n, in, out), "axis", 0);
     return out;
 }
+
+/* ---- the fixture ------------------------------------------------------------ */
+
+/* Each test rewrites its model through rewrite(), into a run the fixture
+ * owns: the teardown frees it even when an assertion stops the test midway,
+ * and a second rewrite() in one test frees the first. */
+static int run_setup(void **state)
+{
+    *state = calloc(1, sizeof(mb_run));
+    return *state ? 0 : -1;
+}
+
+static int run_teardown(void **state)
+{
+    mb_run_free(*state);
+    free(*state);
+    return 0;
+}
+
+static mb_run *rewrite(void **state, Onnx__ModelProto *m, const rnnstate_options *options)
+{
+    mb_run *run = *state;
+    mb_run_free(run);
+    mb_rewrite(m, options, run);
+    return run;
+}
+
+#define REWRITE_TEST(f) cmocka_unit_test_setup_teardown(f, run_setup, run_teardown)
 
 /* ---- asserts --------------------------------------------------------------- */
 
@@ -229,10 +283,8 @@ static rnnstate_options required_options(void)
 /* Case a, dynamic batch: GRU without initial_h and with only Y. */
 static Onnx__ModelProto *model_a_dynamic(void)
 {
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
-    add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 7, 14, "T,batch,3", "GRU", "gru", NULL, NULL,
+                                                     "Y", "T,1,batch,4" });
     return m;
 }
 
@@ -240,8 +292,7 @@ static Onnx__ModelProto *model_a_dynamic(void)
 static const float hc_values[8] = { 0.5f, 1.5f, 2.5f, 3.5f, -1.0f, -2.0f, 0.25f, 8.0f };
 static Onnx__ModelProto *model_c_shared(void)
 {
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,2,3");
     mb_initializer_float(m, "hc_init", MB_DIMS(1, 2, 4), hc_values);
     add_layer(m, "LSTM", "lstm", "X", I, "hc_init", "hc_init", "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
@@ -252,8 +303,7 @@ static Onnx__ModelProto *model_c_shared(void)
  * plus a dead node the exporter left behind. */
 static Onnx__ModelProto *model_d_torch(void)
 {
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     const char *shape = add_torch_state_shape(m, "h", "X", 1);
     mb_constant(m, "const_h0", "h0_const", mb_tensor_filled("", MB_FLOAT, MB_DIMS(1, 1, 4), 0));
     char in[128];
@@ -269,8 +319,7 @@ static Onnx__ModelProto *model_d_torch(void)
  * sliced per layer, each slice read by both h and c of a 2-layer LSTM. */
 static Onnx__ModelProto *model_e_torch(void)
 {
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     const char *shape = add_torch_state_shape(m, "z", "X", 2);
     Onnx__NodeProto *cos = mb_node(m, "ConstantOfShape", "zeros_of_shape", shape, "zeros");
     mb_attr_tensor(cos, "value", mb_tensor_filled("", MB_FLOAT, MB_DIMS(1), 0));
@@ -296,8 +345,7 @@ static Onnx__ModelProto *model_e_torch(void)
  * and gets hn back through a Concat. */
 static Onnx__ModelProto *model_f_stateful(void)
 {
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     mb_input(m, "h0", MB_FLOAT, "2,batch,4");
     mb_initializer_int64(m, "s0", MB_DIMS(1), (int64_t[]){ 0 });
     mb_initializer_int64(m, "s1", MB_DIMS(1), (int64_t[]){ 1 });
@@ -318,10 +366,8 @@ static Onnx__ModelProto *model_f_stateful(void)
 
 static void test_a_absent_state_dynamic_batch_gets_input_with_expanded_zero_default(void **state)
 {
-    (void)state;
-    mb_run run;
-    mb_rewrite(model_a_dynamic(), NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, model_a_dynamic(), NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "1,batch,4");
@@ -340,36 +386,31 @@ static void test_a_absent_state_dynamic_batch_gets_input_with_expanded_zero_defa
     assert_string_equal(mb_outputs_str(gru), "Y,GRU_0_Y_h");
     /* W, R, the default, and the Gather index and the ones of the Concat */
     assert_int_equal(g->n_initializer, 5);
-    assert_int_equal(run.model->ir_version, 7);
+    assert_int_equal(run->model->ir_version, 7);
 
-    assert_true(run.report->changed);
-    assert_int_equal(run.report->n_nodes, 1);
+    assert_true(run->report->changed);
+    assert_int_equal(run->report->n_nodes, 1);
     const rnnstate_node_report *n = assert_node_report(
-        run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "GRU_0_Y_h");
+        run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "GRU_0_Y_h");
     assert_int_equal(n->n_warnings, 0);
-    assert_int_equal(run.report->n_pairs, 1);
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
-    assert_int_equal(run.report->n_notes, 0);
+    assert_int_equal(run->report->n_pairs, 1);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
+    assert_int_equal(run->report->n_notes, 0);
     /* the pairs are recorded in the model's metadata (and the time axis,
      * test_time_axis.c) */
-    assert_int_equal(run.model->n_metadata_props, 2);
-    assert_string_equal(run.model->metadata_props[1]->key, RNNSTATE_TIME_METADATA_KEY);
-    assert_string_equal(run.model->metadata_props[0]->key, RNNSTATE_METADATA_KEY);
-    assert_non_null(strstr(run.model->metadata_props[0]->value, "\"GRU_0_initial_h\""));
-    assert_non_null(strstr(run.model->metadata_props[0]->value, "\"GRU_0_Y_h\""));
-    mb_run_free(&run);
+    assert_int_equal(run->model->n_metadata_props, 2);
+    assert_string_equal(run->model->metadata_props[1]->key, RNNSTATE_TIME_METADATA_KEY);
+    assert_string_equal(run->model->metadata_props[0]->key, RNNSTATE_METADATA_KEY);
+    assert_non_null(strstr(run->model->metadata_props[0]->value, "\"GRU_0_initial_h\""));
+    assert_non_null(strstr(run->model->metadata_props[0]->value, "\"GRU_0_Y_h\""));
 }
 
 static void test_a_absent_state_fixed_batch_gets_full_shape_default_and_no_expand(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
-    add_layer(m, "RNN", "rnn", "X", I, NULL, NULL, "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 7, 14, "T,2,3", "RNN", "rnn", NULL, NULL,
+                                                     "Y", "T,1,2,4" });
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,RNN_0_initial_h");
     assert_vi(mb_find_input(g, "RNN_0_initial_h"), MB_FLOAT, "1,2,4");
@@ -382,22 +423,17 @@ static void test_a_absent_state_fixed_batch_gets_full_shape_default_and_no_expan
     assert_string_equal(mb_inputs_str(rnn), "X,W_rnn,R_rnn,,,RNN_0_initial_h");
     assert_string_equal(mb_outputs_str(rnn), "Y,RNN_0_Y_h");
 
-    assert_node_report(run.report, "rnn", "RNN", RNNSTATE_NODE_UPDATED, "RNN_0_initial_h",
+    assert_node_report(run->report, "rnn", "RNN", RNNSTATE_NODE_UPDATED, "RNN_0_initial_h",
                        "RNN_0_Y_h");
-    assert_pair(run.report, "RNN_0_initial_h", "RNN_0_Y_h", "1,2,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "RNN_0_initial_h", "RNN_0_Y_h", "1,2,4", "float32", true, true);
 }
 
 static void test_a_lstm_without_state_outputs_gets_Y_h_and_Y_c_padded_and_named(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
-    add_layer(m, "LSTM", "lstm", "X", I, NULL, NULL, "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 7, 14, "T,2,3", "LSTM", "lstm", NULL, NULL,
+                                                     "Y", "T,1,2,4" });
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,LSTM_0_initial_h,LSTM_0_initial_c");
     assert_vi(mb_find_input(g, "LSTM_0_initial_h"), MB_FLOAT, "1,2,4");
@@ -412,63 +448,48 @@ static void test_a_lstm_without_state_outputs_gets_Y_h_and_Y_c_padded_and_named(
                         "X,W_lstm,R_lstm,,,LSTM_0_initial_h,LSTM_0_initial_c");
     assert_string_equal(mb_outputs_str(lstm), "Y,LSTM_0_Y_h,LSTM_0_Y_c");
 
-    assert_node_report(run.report, "lstm", "LSTM", RNNSTATE_NODE_UPDATED,
+    assert_node_report(run->report, "lstm", "LSTM", RNNSTATE_NODE_UPDATED,
                        "LSTM_0_initial_h,LSTM_0_initial_c", "LSTM_0_Y_h,LSTM_0_Y_c");
-    assert_int_equal(run.report->n_pairs, 2);
-    assert_pair(run.report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,2,4", "float32", true, true);
-    assert_pair(run.report, "LSTM_0_initial_c", "LSTM_0_Y_c", "1,2,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_int_equal(run->report->n_pairs, 2);
+    assert_pair(run->report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,2,4", "float32", true, true);
+    assert_pair(run->report, "LSTM_0_initial_c", "LSTM_0_Y_c", "1,2,4", "float32", true, true);
 }
 
 static void test_a_lstm_missing_Y_h_between_named_outputs_is_filled_in(void **state)
 {
-    (void)state;
     /* outputs "Y,,yc": Y_h left out in the middle, Y_c a graph output */
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
-    add_layer(m, "LSTM", "lstm", "X", I, NULL, NULL, "Y,,yc");
-    mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 7, 14, "T,2,3", "LSTM", "lstm", NULL, NULL,
+                                                     "Y,,yc", "T,1,2,4" });
     mb_output(m, "yc", MB_FLOAT, "1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_outputs_str(mb_find_node(g, "lstm")), "Y,LSTM_0_Y_h,yc");
     assert_string_equal(mb_output_names(g), "Y,yc,LSTM_0_Y_h");
     assert_vi(mb_find_output(g, "LSTM_0_Y_h"), MB_FLOAT, "1,2,4");
-    assert_node_report(run.report, "lstm", "LSTM", RNNSTATE_NODE_UPDATED,
+    assert_node_report(run->report, "lstm", "LSTM", RNNSTATE_NODE_UPDATED,
                        "LSTM_0_initial_h,LSTM_0_initial_c", "LSTM_0_Y_h");
-    assert_pair(run.report, "LSTM_0_initial_c", "yc", "1,2,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "LSTM_0_initial_c", "yc", "1,2,4", "float32", true, true);
 }
 
 static void test_a_unread_named_Y_h_gets_the_generated_name(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
-    add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y,exporter_hn");
-    mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 7, 14, "T,2,3", "GRU", "gru", NULL, NULL,
+                                                     "Y,exporter_hn", "T,1,2,4" });
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_string_equal(mb_outputs_str(mb_find_node(run.g, "gru")), "Y,GRU_0_Y_h");
-    assert_string_equal(mb_output_names(run.g), "Y,GRU_0_Y_h");
-    assert_null(mb_producer(run.g, "exporter_hn"));
-    mb_run_free(&run);
+    assert_string_equal(mb_outputs_str(mb_find_node(run->g, "gru")), "Y,GRU_0_Y_h");
+    assert_string_equal(mb_output_names(run->g), "Y,GRU_0_Y_h");
+    assert_null(mb_producer(run->g, "exporter_hn"));
 }
 
 static void test_a_required_mode_adds_no_default_and_no_expand(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(3, 9);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
-    add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 3, 9, "T,batch,3", "GRU", "gru", NULL, NULL,
+                                                     "Y", "T,1,batch,4" });
     rnnstate_options o = required_options();
-    mb_run run;
-    mb_rewrite(m, &o, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, &o);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "1,batch,4");
@@ -477,132 +498,106 @@ static void test_a_required_mode_adds_no_default_and_no_expand(void **state)
     assert_string_equal(mb_node_ops(g), "GRU");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")), "X,W_gru,R_gru,,,GRU_0_initial_h");
     /* no default: nothing needs IR 4 */
-    assert_int_equal(run.model->ir_version, 3);
-    assert_int_equal(run.report->n_notes, 0);
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", false, true);
-    mb_run_free(&run);
+    assert_int_equal(run->model->ir_version, 3);
+    assert_int_equal(run->report->n_notes, 0);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", false, true);
 }
 
 static void test_a_default_raises_ir_version_from_3_to_4(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(3, 9);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
-    add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 3, 9, "T,batch,3", "GRU", "gru", NULL, NULL,
+                                                     "Y", "T,1,batch,4" });
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_int_equal(run.model->ir_version, 4);
-    assert_int_equal(run.report->n_notes, 1);
-    assert_non_null(strstr(run.report->notes[0], "ir_version raised from 3 to 4"));
-    assert_zero_default(run.g, "GRU_0_initial_h", MB_FLOAT, "1,1,4", 4);
-    mb_run_free(&run);
+    assert_int_equal(run->model->ir_version, 4);
+    assert_int_equal(run->report->n_notes, 1);
+    assert_non_null(strstr(run->report->notes[0], "ir_version raised from 3 to 4"));
+    assert_zero_default(run->g, "GRU_0_initial_h", MB_FLOAT, "1,1,4", 4);
 }
 
 static void test_a_dynamic_batch_below_opset_8_makes_the_input_required(void **state)
 {
-    (void)state;
     /* no Expand before opset 8: a batch-1 default cannot be broadcast */
-    Onnx__ModelProto *m = mb_new(3, 7);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
-    add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 3, 7, "T,batch,3", "GRU", "gru", NULL, NULL,
+                                                     "Y", "T,1,batch,4" });
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_string_equal(mb_input_names(run.g), "X,GRU_0_initial_h");
-    assert_null(mb_find_initializer(run.g, "GRU_0_initial_h"));
-    assert_string_equal(mb_node_ops(run.g), "GRU");
-    assert_int_equal(run.model->ir_version, 3);
+    assert_string_equal(mb_input_names(run->g), "X,GRU_0_initial_h");
+    assert_null(mb_find_initializer(run->g, "GRU_0_initial_h"));
+    assert_string_equal(mb_node_ops(run->g), "GRU");
+    assert_int_equal(run->model->ir_version, 3);
     const rnnstate_node_report *n = assert_node_report(
-        run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "GRU_0_Y_h");
+        run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "GRU_0_Y_h");
     assert_true(mb_any_contains(n->n_warnings, n->warnings, "opset"));
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", false, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", false, true);
 }
 
 
 static void test_a_lstm_slots_are_5_and_6_before_peepholes(void **state)
 {
-    (void)state;
     /* LSTM inputs: X W R B sequence_lens initial_h initial_c P */
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,2,3");
     mb_weights(m, MB_FLOAT, "W", "R", 1, 4, H, I, 0.1);
     mb_initializer_filled(m, "P", MB_FLOAT, MB_DIMS(1, 12), 0.0);
     mb_recurrent(m, "LSTM", "lstm", H, NULL, "X,W,R,,,,,P", "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_string_equal(mb_inputs_str(mb_find_node(run.g, "lstm")),
+    assert_string_equal(mb_inputs_str(mb_find_node(run->g, "lstm")),
                         "X,W,R,,,LSTM_0_initial_h,LSTM_0_initial_c,P");
-    assert_string_equal(mb_input_names(run.g), "X,LSTM_0_initial_h,LSTM_0_initial_c");
-    mb_run_free(&run);
+    assert_string_equal(mb_input_names(run->g), "X,LSTM_0_initial_h,LSTM_0_initial_c");
 }
 
 static void test_a_and_b_mixed_in_one_lstm(void **state)
 {
-    (void)state;
     /* initial_h absent (""), initial_c a graph input, Y_c a graph output */
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,2,3");
     mb_input(m, "c0", MB_FLOAT, "1,2,4");
     add_layer(m, "LSTM", "lstm", "X", I, "", "c0", "Y,,cn");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
     mb_output(m, "cn", MB_FLOAT, "1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,c0,LSTM_0_initial_h");
     assert_string_equal(mb_output_names(g), "Y,cn,LSTM_0_Y_h");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "lstm")),
                         "X,W_lstm,R_lstm,,,LSTM_0_initial_h,c0");
     assert_string_equal(mb_outputs_str(mb_find_node(g, "lstm")), "Y,LSTM_0_Y_h,cn");
-    assert_node_report(run.report, "lstm", "LSTM", RNNSTATE_NODE_UPDATED, "LSTM_0_initial_h",
+    assert_node_report(run->report, "lstm", "LSTM", RNNSTATE_NODE_UPDATED, "LSTM_0_initial_h",
                        "LSTM_0_Y_h");
-    assert_int_equal(run.report->n_pairs, 2);
-    assert_pair(run.report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,2,4", "float32", true, true);
-    assert_pair(run.report, "c0", "cn", "1,2,4", "float32", false, false);
-    mb_run_free(&run);
+    assert_int_equal(run->report->n_pairs, 2);
+    assert_pair(run->report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,2,4", "float32", true, true);
+    assert_pair(run->report, "c0", "cn", "1,2,4", "float32", false, false);
 }
 
 /* ---- case b: already a graph input ---------------------------------------------- */
 
 static void test_b_state_input_and_output_already_exposed_changes_nothing(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,batch,3");
     mb_input(m, "h0", MB_FLOAT, "1,batch,4");
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y,hn");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
     mb_output(m, "hn", MB_FLOAT, "1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(&run);
+    assert_unchanged(run);
     const rnnstate_node_report *n =
-        assert_node_report(run.report, "gru", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
+        assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
     assert_int_equal(n->n_warnings, 0);
-    assert_int_equal(run.report->n_pairs, 1);
-    assert_pair(run.report, "h0", "hn", "1,batch,4", "float32", false, false);
-    mb_run_free(&run);
+    assert_int_equal(run->report->n_pairs, 1);
+    assert_pair(run->report, "h0", "hn", "1,batch,4", "float32", false, false);
 }
 
 static void test_b_state_input_with_internal_Y_h_adds_only_the_output(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,batch,3");
     mb_input(m, "h0", MB_FLOAT, "1,batch,4");
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,h0");
     assert_string_equal(mb_output_names(g), "Y,GRU_0_Y_h");
@@ -610,10 +605,9 @@ static void test_b_state_input_with_internal_Y_h_adds_only_the_output(void **sta
     assert_string_equal(mb_initializer_names(g), "W_gru,R_gru");
     assert_string_equal(mb_node_ops(g), "GRU");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")), "X,W_gru,R_gru,,,h0");
-    assert_true(run.report->changed);
-    assert_node_report(run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "", "GRU_0_Y_h");
-    assert_pair(run.report, "h0", "GRU_0_Y_h", "1,batch,4", "float32", false, true);
-    mb_run_free(&run);
+    assert_true(run->report->changed);
+    assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "", "GRU_0_Y_h");
+    assert_pair(run->report, "h0", "GRU_0_Y_h", "1,batch,4", "float32", false, true);
 }
 
 /* SPEC (Defaults): "Raise ir_version to at least 4 where needed (ORT ignores
@@ -622,38 +616,31 @@ static void test_b_state_input_with_internal_Y_h_adds_only_the_output(void **sta
  * (onnxruntime Graph::CanOverrideInitializer is ir_version >= 4). */
 static void test_b_ir3_state_input_with_initializer_raises_ir_version(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(3, 9);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(3, 9, "T,2,3");
     mb_input(m, "h_init", MB_FLOAT, "1,2,4");
     mb_initializer_filled(m, "h_init", MB_FLOAT, MB_DIMS(1, 2, 4), 0.0);
     add_layer(m, "GRU", "gru", "X", I, "h_init", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_string_equal(mb_input_names(run.g), "X,h_init");
-    assert_string_equal(mb_output_names(run.g), "Y,GRU_0_Y_h");
-    assert_pair(run.report, "h_init", "GRU_0_Y_h", "1,2,4", "float32", true, true);
+    assert_string_equal(mb_input_names(run->g), "X,h_init");
+    assert_string_equal(mb_output_names(run->g), "Y,GRU_0_Y_h");
+    assert_pair(run->report, "h_init", "GRU_0_Y_h", "1,2,4", "float32", true, true);
     /* the pair says the input is optional, i.e. a caller may override it */
-    assert_int_equal(run.model->ir_version, 4);
-    mb_run_free(&run);
+    assert_int_equal(run->model->ir_version, 4);
 }
 
 /* ---- case c: an initializer --------------------------------------------------- */
 
 static void test_c_initializer_read_only_by_the_slot_becomes_input_of_same_name(void **state)
 {
-    (void)state;
     static const float h_values[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-    Onnx__ModelProto *m = mb_new(3, 9);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(3, 9, "T,2,3");
     mb_initializer_float(m, "h_init", MB_DIMS(1, 2, 4), h_values);
     add_layer(m, "GRU", "gru", "X", I, "h_init", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,h_init");
     assert_vi(mb_find_input(g, "h_init"), MB_FLOAT, "1,2,4");
@@ -662,19 +649,16 @@ static void test_c_initializer_read_only_by_the_slot_becomes_input_of_same_name(
     assert_string_equal(mb_node_ops(g), "GRU");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")), "X,W_gru,R_gru,,,h_init");
     assert_string_equal(mb_output_names(g), "Y,GRU_0_Y_h");
-    assert_int_equal(run.model->ir_version, 4);
+    assert_int_equal(run->model->ir_version, 4);
 
-    assert_node_report(run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "h_init", "GRU_0_Y_h");
-    assert_pair(run.report, "h_init", "GRU_0_Y_h", "1,2,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "h_init", "GRU_0_Y_h");
+    assert_pair(run->report, "h_init", "GRU_0_Y_h", "1,2,4", "float32", true, true);
 }
 
 static void test_c_initializer_shared_by_h_and_c_is_copied_per_slot(void **state)
 {
-    (void)state;
-    mb_run run;
-    mb_rewrite(model_c_shared(), NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, model_c_shared(), NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,LSTM_0_initial_h,LSTM_0_initial_c");
     assert_vi(mb_find_input(g, "LSTM_0_initial_h"), MB_FLOAT, "1,2,4");
@@ -689,29 +673,25 @@ static void test_c_initializer_shared_by_h_and_c_is_copied_per_slot(void **state
                         "X,W_lstm,R_lstm,,,LSTM_0_initial_h,LSTM_0_initial_c");
     assert_string_equal(mb_output_names(g), "Y,LSTM_0_Y_h,LSTM_0_Y_c");
 
-    assert_node_report(run.report, "lstm", "LSTM", RNNSTATE_NODE_UPDATED,
+    assert_node_report(run->report, "lstm", "LSTM", RNNSTATE_NODE_UPDATED,
                        "LSTM_0_initial_h,LSTM_0_initial_c", "LSTM_0_Y_h,LSTM_0_Y_c");
-    assert_pair(run.report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,2,4", "float32", true, true);
-    assert_pair(run.report, "LSTM_0_initial_c", "LSTM_0_Y_c", "1,2,4", "float32", true, true);
-    assert_true(mb_any_contains(run.report->n_notes, run.report->notes,
+    assert_pair(run->report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,2,4", "float32", true, true);
+    assert_pair(run->report, "LSTM_0_initial_c", "LSTM_0_Y_c", "1,2,4", "float32", true, true);
+    assert_true(mb_any_contains(run->report->n_notes, run->report->notes,
                                 "removed 0 nodes and 1 initializer"));
-    mb_run_free(&run);
 }
 
 static void test_c_initializer_also_read_elsewhere_is_copied_and_kept(void **state)
 {
-    (void)state;
     static const float h_values[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,2,3");
     mb_initializer_float(m, "h_init", MB_DIMS(1, 2, 4), h_values);
     add_layer(m, "GRU", "gru", "X", I, "h_init", NULL, "Y");
     mb_node(m, "Identity", "probe", "h_init", "h_probe");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
     mb_output(m, "h_probe", MB_FLOAT, "1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_float_default(g, "GRU_0_initial_h", "1,2,4", h_values, 8);
@@ -720,65 +700,54 @@ static void test_c_initializer_also_read_elsewhere_is_copied_and_kept(void **sta
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")),
                         "X,W_gru,R_gru,,,GRU_0_initial_h");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "probe")), "h_init");
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,2,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,2,4", "float32", true, true);
 }
 
 static void test_c_report_decisions_name_the_replaced_initializer(void **state)
 {
-    (void)state;
-    mb_run run;
-    mb_rewrite(model_c_shared(), NULL, &run);
+    mb_run *run = rewrite(state, model_c_shared(), NULL);
 
-    const rnnstate_node_report *n = mb_report_node(run.report, "lstm");
+    const rnnstate_node_report *n = mb_report_node(run->report, "lstm");
     assert_non_null(n);
     assert_int_equal(n->n_decisions, 4); /* initial_h, Y_h, initial_c, Y_c */
     size_t naming = 0;
     for (size_t i = 0; i < n->n_decisions; i++)
         naming += strstr(n->decisions[i], "'hc_init'") != NULL;
     assert_int_equal(naming, 2);
-    mb_run_free(&run);
 }
 
 /* SPEC (Defaults): a resolved state input with a dynamic batch has a batch-1
  * default and an Expand to the batch of X, so that it takes any batch. */
 static void test_c_initializer_with_dynamic_batch_gets_an_expand(void **state)
 {
-    (void)state;
     static const float h_values[4] = { 1, 2, 3, 4 };
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,batch,3");
     mb_initializer_float(m, "h_init", MB_DIMS(1, 1, 4), h_values);
     add_layer(m, "GRU", "gru", "X", I, "h_init", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,h_init");
     assert_vi(mb_find_input(g, "h_init"), MB_FLOAT, "1,batch,4");
     assert_float_default(g, "h_init", "1,1,4", h_values, 4);
     assert_batch_expand(g, mb_find_node(g, "gru"), 5, "h_init", "X", 1);
-    assert_pair(run.report, "h_init", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "h_init", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
 }
 
 /* SPEC: a Constant node is data-independent (case g is for "anything
  * data-dependent"); like an initializer (case c) its value is the default. */
 static void test_c_nonuniform_constant_node_in_the_slot_becomes_the_default(void **state)
 {
-    (void)state;
     static const float h_values[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,2,3");
     mb_constant(m, "const_h0", "h0", mb_tensor_float("", MB_DIMS(1, 2, 4), h_values));
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
-    const rnnstate_node_report *n = mb_report_node(run.report, "gru");
+    const rnnstate_node_report *n = mb_report_node(run->report, "gru");
     assert_non_null(n);
     if (n->status == RNNSTATE_NODE_SKIPPED)
         fail_msg("node skipped: %s", n->reason);
@@ -788,17 +757,14 @@ static void test_c_nonuniform_constant_node_in_the_slot_becomes_the_default(void
     assert_string_equal(mb_node_ops(g), "GRU");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")),
                         "X,W_gru,R_gru,,,GRU_0_initial_h");
-    mb_run_free(&run);
 }
 
 /* ---- case d: Expand of a constant -------------------------------------------- */
 
 static void test_d_torch_expand_of_constant_zeros_becomes_input_with_expand(void **state)
 {
-    (void)state;
-    mb_run run;
-    mb_rewrite(model_d_torch(), NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, model_d_torch(), NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "1,batch,4");
@@ -820,19 +786,16 @@ static void test_d_torch_expand_of_constant_zeros_becomes_input_with_expand(void
     assert_string_equal(mb_output_names(g), "Y,GRU_0_Y_h");
     assert_vi(mb_find_output(g, "GRU_0_Y_h"), MB_FLOAT, "1,batch,4");
 
-    assert_node_report(run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h",
+    assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h",
                        "GRU_0_Y_h");
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
-    assert_true(mb_any_contains(run.report->n_notes, run.report->notes,
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
+    assert_true(mb_any_contains(run->report->n_notes, run->report->notes,
                                 "removed 6 nodes and 4 initializers"));
-    mb_run_free(&run);
 }
 
 static void test_d_expand_of_nonuniform_constant_fixed_batch_default_is_tiled(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,2,3");
     mb_constant(m, "const_h0", "h0_const",
                 mb_tensor_float("", MB_DIMS(1, 1, 4), (float[]){ 1, 2, 3, 4 }));
     mb_constant(m, "const_shape", "h0_shape",
@@ -840,9 +803,8 @@ static void test_d_expand_of_nonuniform_constant_fixed_batch_default_is_tiled(vo
     mb_node(m, "Expand", "expand_h0", "h0_const,h0_shape", "h0");
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "1,2,4");
@@ -852,18 +814,15 @@ static void test_d_expand_of_nonuniform_constant_fixed_batch_default_is_tiled(vo
     assert_string_equal(mb_node_ops(g), "GRU");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")),
                         "X,W_gru,R_gru,,,GRU_0_initial_h");
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,2,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,2,4", "float32", true, true);
 }
 
 static void test_d_expand_of_shared_initializer_gives_each_slot_a_copy(void **state)
 {
-    (void)state;
     /* the thread's case: Expand of an initializer, here read by h and c
      * through one Expand and also by another node */
     static const float pattern[4] = { 0.125f, -0.5f, 2.0f, 3.0f };
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     mb_initializer_float(m, "hc_init", MB_DIMS(1, 1, 4), pattern);
     const char *shape = add_torch_state_shape(m, "hc", "X", 1);
     char in[128];
@@ -873,9 +832,8 @@ static void test_d_expand_of_shared_initializer_gives_each_slot_a_copy(void **st
     mb_node(m, "Identity", "probe", "hc_init", "hc_probe");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
     mb_output(m, "hc_probe", MB_FLOAT, "1,1,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,LSTM_0_initial_h,LSTM_0_initial_c");
     assert_vi(mb_find_input(g, "LSTM_0_initial_h"), MB_FLOAT, "1,batch,4");
@@ -891,16 +849,14 @@ static void test_d_expand_of_shared_initializer_gives_each_slot_a_copy(void **st
     const Onnx__NodeProto *ec = assert_batch_expand(g, lstm, 6, "LSTM_0_initial_c", "X", 1);
     assert_ptr_not_equal(eh, ec);
     assert_string_equal(eh->input[1], ec->input[1]);
-    assert_pair(run.report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,batch,4", "float32", true,
+    assert_pair(run->report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,batch,4", "float32", true,
                 true);
-    assert_pair(run.report, "LSTM_0_initial_c", "LSTM_0_Y_c", "1,batch,4", "float32", true,
+    assert_pair(run->report, "LSTM_0_initial_c", "LSTM_0_Y_c", "1,batch,4", "float32", true,
                 true);
-    mb_run_free(&run);
 }
 
 static void test_d_double_constant_keeps_its_values_and_type(void **state)
 {
-    (void)state;
     static const double pattern[4] = { 0.1, 0.2, 0.3, 0.4 };
     Onnx__ModelProto *m = mb_new(7, 13);
     mb_input(m, "X", MB_DOUBLE, "T,batch,3");
@@ -912,9 +868,8 @@ static void test_d_double_constant_keeps_its_values_and_type(void **state)
     mb_node(m, "Expand", "expand_h0", in, "h0");
     add_layer_ex(m, "GRU", "gru", MB_DOUBLE, NULL, "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_DOUBLE, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_DOUBLE, "1,batch,4");
     assert_vi(mb_find_output(g, "GRU_0_Y_h"), MB_DOUBLE, "1,batch,4");
@@ -929,8 +884,7 @@ static void test_d_double_constant_keeps_its_values_and_type(void **state)
     assert_memory_equal(bytes, pattern, sizeof pattern);
     free(bytes);
     assert_batch_expand(g, mb_find_node(g, "gru"), 5, "GRU_0_initial_h", "X", 1);
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float64", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float64", true, true);
 }
 
 /* SPEC: case d covers an Expand of any initializer or Constant. An exporter
@@ -938,10 +892,8 @@ static void test_d_double_constant_keeps_its_values_and_type(void **state)
  * rank-1 initializer; its value must become the new input's default. */
 static void test_d_expand_of_rank_1_nonuniform_initializer_becomes_the_default(void **state)
 {
-    (void)state;
     static const float pattern[4] = { 1, 2, 3, 4 };
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     mb_initializer_float(m, "h_param", MB_DIMS(4), pattern);
     const char *shape = add_torch_state_shape(m, "h", "X", 1);
     char in[128];
@@ -949,11 +901,10 @@ static void test_d_expand_of_rank_1_nonuniform_initializer_becomes_the_default(v
     mb_node(m, "Expand", "expand_h0", in, "h0");
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
-    const rnnstate_node_report *n = mb_report_node(run.report, "gru");
+    const rnnstate_node_report *n = mb_report_node(run->report, "gru");
     assert_non_null(n);
     if (n->status == RNNSTATE_NODE_SKIPPED)
         fail_msg("node skipped: %s", n->reason);
@@ -962,17 +913,14 @@ static void test_d_expand_of_rank_1_nonuniform_initializer_becomes_the_default(v
     assert_float_default(g, "GRU_0_initial_h", "1,1,4", pattern, 4);
     assert_batch_expand(g, mb_find_node(g, "gru"), 5, "GRU_0_initial_h", "X", 1);
     assert_null(mb_find_initializer(g, "h_param"));
-    mb_run_free(&run);
 }
 
 /* ---- case e: a chain computing a zero state ---------------------------------- */
 
 static void test_e_torch_zero_state_shared_by_layers_and_h_c_gives_each_slot_an_input(void **state)
 {
-    (void)state;
-    mb_run run;
-    mb_rewrite(model_e_torch(), NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, model_e_torch(), NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,LSTM_0_initial_h,LSTM_0_initial_c,"
                                            "LSTM_1_initial_h,LSTM_1_initial_c");
@@ -986,7 +934,7 @@ static void test_e_torch_zero_state_shared_by_layers_and_h_c_gives_each_slot_an_
         assert_vi(mb_find_input(g, slots[i][0]), MB_FLOAT, "1,batch,4");
         assert_vi(mb_find_output(g, slots[i][1]), MB_FLOAT, "1,batch,4");
         assert_zero_default(g, slots[i][0], MB_FLOAT, "1,1,4", 4);
-        assert_pair(run.report, slots[i][0], slots[i][1], "1,batch,4", "float32", true, true);
+        assert_pair(run->report, slots[i][0], slots[i][1], "1,batch,4", "float32", true, true);
     }
     assert_string_equal(mb_node_ops(g), "Shape,Gather,Concat,Expand,Expand,LSTM,Squeeze,"
                                         "Shape,Gather,Concat,Expand,Expand,LSTM,Identity");
@@ -1017,28 +965,24 @@ static void test_e_torch_zero_state_shared_by_layers_and_h_c_gives_each_slot_an_
     assert_int_equal(g->n_value_info, 1);
     assert_vi(mb_find_value_info(g, "Y0"), MB_FLOAT, "T,1,batch,4");
 
-    assert_int_equal(run.report->n_nodes, 2);
-    assert_node_report(run.report, "lstm_l0", "LSTM", RNNSTATE_NODE_UPDATED,
+    assert_int_equal(run->report->n_nodes, 2);
+    assert_node_report(run->report, "lstm_l0", "LSTM", RNNSTATE_NODE_UPDATED,
                        "LSTM_0_initial_h,LSTM_0_initial_c", "LSTM_0_Y_h,LSTM_0_Y_c");
-    assert_node_report(run.report, "lstm_l1", "LSTM", RNNSTATE_NODE_UPDATED,
+    assert_node_report(run->report, "lstm_l1", "LSTM", RNNSTATE_NODE_UPDATED,
                        "LSTM_1_initial_h,LSTM_1_initial_c", "LSTM_1_Y_h,LSTM_1_Y_c");
-    assert_int_equal(run.report->n_pairs, 4);
-    assert_true(mb_any_contains(run.report->n_notes, run.report->notes,
+    assert_int_equal(run->report->n_pairs, 4);
+    assert_true(mb_any_contains(run->report->n_notes, run->report->notes,
                                 "removed 7 nodes and 7 initializers"));
-    mb_run_free(&run);
 }
 
 static void test_e_zero_constant_fixed_batch_becomes_input_with_full_zero_default(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,2,3");
     mb_constant(m, "const_zero", "h0", mb_tensor_filled("", MB_FLOAT, MB_DIMS(1, 2, 4), 0));
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "1,2,4");
@@ -1046,17 +990,14 @@ static void test_e_zero_constant_fixed_batch_becomes_input_with_full_zero_defaul
     assert_string_equal(mb_node_ops(g), "GRU");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")),
                         "X,W_gru,R_gru,,,GRU_0_initial_h");
-    assert_true(mb_any_contains(run.report->n_notes, run.report->notes,
+    assert_true(mb_any_contains(run->report->n_notes, run->report->notes,
                                 "removed 1 node and 0 initializers"));
-    mb_run_free(&run);
 }
 
 static void test_e_chain_through_cast_and_unsqueeze_of_int_zeros(void **state)
 {
-    (void)state;
     /* ConstantOfShape(int64 0) -> Cast(float) -> Unsqueeze: still zeros */
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,2,3");
     mb_initializer_int64(m, "zshape", MB_DIMS(2), (int64_t[]){ 2, 4 });
     mb_initializer_int64(m, "uaxes", MB_DIMS(1), (int64_t[]){ 0 });
     Onnx__NodeProto *cos = mb_node(m, "ConstantOfShape", "cos", "zshape", "zi");
@@ -1065,46 +1006,38 @@ static void test_e_chain_through_cast_and_unsqueeze_of_int_zeros(void **state)
     mb_node(m, "Unsqueeze", "unsq", "zf,uaxes", "h0");
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_zero_default(g, "GRU_0_initial_h", MB_FLOAT, "1,2,4", 8);
     assert_string_equal(mb_node_ops(g), "GRU");
     assert_string_equal(mb_initializer_names(g), "W_gru,R_gru,GRU_0_initial_h");
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,2,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,2,4", "float32", true, true);
 }
 
 static void test_e_uniform_nonzero_constant_of_shape_is_the_default(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,2,3");
     mb_initializer_int64(m, "zshape", MB_DIMS(3), (int64_t[]){ 1, 2, 4 });
     Onnx__NodeProto *cos = mb_node(m, "ConstantOfShape", "cos", "zshape", "h0");
     mb_attr_tensor(cos, "value", mb_tensor_filled("", MB_FLOAT, MB_DIMS(1), 0.75));
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
     float expected[8];
     for (int i = 0; i < 8; i++)
         expected[i] = 0.75f;
-    assert_float_default(run.g, "GRU_0_initial_h", "1,2,4", expected, 8);
-    assert_string_equal(mb_node_ops(run.g), "GRU");
-    mb_run_free(&run);
+    assert_float_default(run->g, "GRU_0_initial_h", "1,2,4", expected, 8);
+    assert_string_equal(mb_node_ops(run->g), "GRU");
 }
 
 static void test_e_required_mode_replaces_the_chain_without_defaults(void **state)
 {
-    (void)state;
     rnnstate_options o = required_options();
-    mb_run run;
-    mb_rewrite(model_e_torch(), &o, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, model_e_torch(), &o);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,LSTM_0_initial_h,LSTM_0_initial_c,"
                                            "LSTM_1_initial_h,LSTM_1_initial_c");
@@ -1116,47 +1049,40 @@ static void test_e_required_mode_replaces_the_chain_without_defaults(void **stat
     assert_string_equal(mb_inputs_str(mb_find_node(g, "lstm_l1")),
                         "X1,W_lstm_l1,R_lstm_l1,,,LSTM_1_initial_h,LSTM_1_initial_c");
     assert_vi(mb_find_input(g, "LSTM_1_initial_c"), MB_FLOAT, "1,batch,4");
-    assert_pair(run.report, "LSTM_1_initial_c", "LSTM_1_Y_c", "1,batch,4", "float32", false,
+    assert_pair(run->report, "LSTM_1_initial_c", "LSTM_1_Y_c", "1,batch,4", "float32", false,
                 true);
-    mb_run_free(&run);
 }
 
 /* ---- case f: the model is already stateful ------------------------------------ */
 
 static void test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing(void **state)
 {
-    (void)state;
-    mb_run run;
-    mb_rewrite(model_f_stateful(), NULL, &run);
+    mb_run *run = rewrite(state, model_f_stateful(), NULL);
 
-    assert_unchanged(&run);
-    assert_int_equal(run.report->n_nodes, 2);
+    assert_unchanged(run);
+    assert_int_equal(run->report->n_nodes, 2);
     const rnnstate_node_report *n0 = assert_node_report(
-        run.report, "gru_l0", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
+        run->report, "gru_l0", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
     const rnnstate_node_report *n1 = assert_node_report(
-        run.report, "gru_l1", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
+        run->report, "gru_l1", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
     assert_int_equal(n0->n_warnings, 0);
     assert_int_equal(n1->n_warnings, 0);
     /* both layers carry their state through the pair h0 -> hn */
-    assert_int_equal(run.report->n_pairs, 1);
-    assert_pair(run.report, "h0", "hn", "2,batch,4", "float32", false, false);
-    mb_run_free(&run);
+    assert_int_equal(run->report->n_pairs, 1);
+    assert_pair(run->report, "h0", "hn", "2,batch,4", "float32", false, false);
 }
 
 static void test_f_final_state_feeding_gemm_is_exposed_under_its_own_name(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y,h_last");
     mb_initializer_int64(m, "sq0", MB_DIMS(1), (int64_t[]){ 0 });
     mb_node(m, "Squeeze", "squeeze_h", "h_last,sq0", "h2d");
     mb_initializer_filled(m, "Wc", MB_FLOAT, MB_DIMS(4, 2), 0.5);
     mb_node(m, "Gemm", "classifier", "h2d,Wc", "logits");
     mb_output(m, "logits", MB_FLOAT, "batch,2");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_output_names(g), "logits,h_last");
     assert_vi(mb_find_output(g, "h_last"), MB_FLOAT, "1,batch,4");
@@ -1166,65 +1092,53 @@ static void test_f_final_state_feeding_gemm_is_exposed_under_its_own_name(void *
     /* the input side is new */
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_batch_expand(g, gru, 5, "GRU_0_initial_h", "X", 1);
-    assert_node_report(run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h",
+    assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h",
                        "h_last");
-    assert_pair(run.report, "GRU_0_initial_h", "h_last", "1,batch,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_0_initial_h", "h_last", "1,batch,4", "float32", true, true);
 }
 
 static void test_f_Y_h_already_a_graph_output_keeps_its_name(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
-    add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y,hn");
-    mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 7, 14, "T,2,3", "GRU", "gru", NULL, NULL,
+                                                     "Y,hn", "T,1,2,4" });
     mb_output(m, "hn", MB_FLOAT, "1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_output_names(g), "Y,hn");
     assert_string_equal(mb_outputs_str(mb_find_node(g, "gru")), "Y,hn");
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
-    assert_node_report(run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "");
-    assert_pair(run.report, "GRU_0_initial_h", "hn", "1,2,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "");
+    assert_pair(run->report, "GRU_0_initial_h", "hn", "1,2,4", "float32", true, true);
 }
 
 static void test_f_slice_of_input_whose_Y_h_reaches_no_output_warns(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     mb_input(m, "h0", MB_FLOAT, "2,batch,4");
     mb_initializer_int64(m, "s0", MB_DIMS(1), (int64_t[]){ 0 });
     mb_initializer_int64(m, "s1", MB_DIMS(1), (int64_t[]){ 1 });
     mb_node(m, "Slice", "slice_l0", "h0,s0,s1,s0", "h0_l0");
     add_layer(m, "GRU", "gru", "X", I, "h0_l0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,h0");
     assert_string_equal(mb_output_names(g), "Y,GRU_0_Y_h");
     assert_string_equal(mb_node_ops(g), "Slice,GRU");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")), "X,W_gru,R_gru,,,h0_l0");
     const rnnstate_node_report *n =
-        assert_node_report(run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "", "GRU_0_Y_h");
+        assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "", "GRU_0_Y_h");
     assert_true(mb_any_contains(n->n_warnings, n->warnings, "h0"));
-    assert_pair(run.report, "h0", "GRU_0_Y_h", "2,batch,4", "float32", false, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "h0", "GRU_0_Y_h", "2,batch,4", "float32", false, true);
 }
 
 /* ---- case g: data-dependent initial state ------------------------------------- */
 
 static void test_g_state_computed_from_data_skips_the_node_and_names_the_blocker(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     Onnx__NodeProto *mean = mb_node(m, "ReduceMean", "mean_x", "X", "xm");
     mb_attr_ints(mean, "axes", 1, (int64_t[]){ 0 });
     mb_initializer_filled(m, "Wp", MB_FLOAT, MB_DIMS(3, 4), 0.5);
@@ -1233,25 +1147,21 @@ static void test_g_state_computed_from_data_skips_the_node_and_names_the_blocker
     mb_node(m, "Add", "add_h", "xp,bias", "h0");
     add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(&run);
+    assert_unchanged(run);
     const rnnstate_node_report *n =
-        assert_node_report(run.report, "gru", "GRU", RNNSTATE_NODE_SKIPPED, "", "");
+        assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_SKIPPED, "", "");
     assert_non_null(n->reason);
     assert_non_null(strstr(n->reason, "'add_h'"));
     assert_non_null(strstr(n->reason, "Add"));
     assert_non_null(strstr(n->reason, "initial_h"));
-    assert_int_equal(run.report->n_pairs, 0);
-    mb_run_free(&run);
+    assert_int_equal(run->report->n_pairs, 0);
 }
 
 static void test_g_lstm_with_only_c_data_dependent_is_skipped_whole(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,2,3");
     mb_constant(m, "const_zero", "h0", mb_tensor_filled("", MB_FLOAT, MB_DIMS(1, 2, 4), 0));
     mb_initializer_int64(m, "s0", MB_DIMS(1), (int64_t[]){ 0 });
     mb_initializer_int64(m, "s1", MB_DIMS(1), (int64_t[]){ 1 });
@@ -1260,48 +1170,40 @@ static void test_g_lstm_with_only_c_data_dependent_is_skipped_whole(void **state
     mb_node(m, "MatMul", "c_from_x", "x0,Wp", "c0");
     add_layer(m, "LSTM", "lstm", "X", I, "h0", "c0", "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(&run);
+    assert_unchanged(run);
     const rnnstate_node_report *n =
-        assert_node_report(run.report, "lstm", "LSTM", RNNSTATE_NODE_SKIPPED, "", "");
+        assert_node_report(run->report, "lstm", "LSTM", RNNSTATE_NODE_SKIPPED, "", "");
     assert_non_null(n->reason);
     assert_non_null(strstr(n->reason, "initial_c"));
     assert_non_null(strstr(n->reason, "'c_from_x'"));
-    mb_run_free(&run);
 }
 
 /* ---- direction, layout, hidden size, element types ----------------------------- */
 
 static void test_bidirectional_state_has_two_directions_and_a_warning(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,batch,3");
     add_layer_ex(m, "GRU", "gru", MB_FLOAT, "bidirectional", "X", I, NULL, NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,2,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "2,batch,4");
     assert_vi(mb_find_output(g, "GRU_0_Y_h"), MB_FLOAT, "2,batch,4");
     assert_zero_default(g, "GRU_0_initial_h", MB_FLOAT, "2,1,4", 8);
     assert_batch_expand(g, mb_find_node(g, "gru"), 5, "GRU_0_initial_h", "X", 1);
     const rnnstate_node_report *n = assert_node_report(
-        run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "GRU_0_Y_h");
+        run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "GRU_0_Y_h");
     assert_int_equal(n->n_warnings, 1);
     assert_non_null(strstr(n->warnings[0], "bidirectional"));
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "2,batch,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "2,batch,4", "float32", true, true);
 }
 
 static void test_bidirectional_nonuniform_constant_is_tiled_per_direction(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,3,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,3,3");
     mb_constant(m, "const_h0", "h0_const",
                 mb_tensor_float("", MB_DIMS(2, 1, 4), (float[]){ 1, 2, 3, 4, 5, 6, 7, 8 }));
     mb_constant(m, "const_shape", "h0_shape",
@@ -1309,61 +1211,49 @@ static void test_bidirectional_nonuniform_constant_is_tiled_per_direction(void *
     mb_node(m, "Expand", "expand_h0", "h0_const,h0_shape", "h0");
     add_layer_ex(m, "RNN", "rnn", MB_FLOAT, "bidirectional", "X", I, "h0", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,2,3,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_vi(mb_find_input(run.g, "RNN_0_initial_h"), MB_FLOAT, "2,3,4");
-    assert_float_default(run.g, "RNN_0_initial_h", "2,3,4",
+    assert_vi(mb_find_input(run->g, "RNN_0_initial_h"), MB_FLOAT, "2,3,4");
+    assert_float_default(run->g, "RNN_0_initial_h", "2,3,4",
                          (float[]){ 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4,
                                     5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7, 8 },
                          24);
-    assert_string_equal(mb_node_ops(run.g), "RNN");
-    mb_run_free(&run);
+    assert_string_equal(mb_node_ops(run->g), "RNN");
 }
 
 static void test_reverse_direction_warns(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,2,3");
     add_layer_ex(m, "RNN", "rnn", MB_FLOAT, "reverse", "X", I, NULL, NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_vi(mb_find_input(run.g, "RNN_0_initial_h"), MB_FLOAT, "1,2,4");
+    assert_vi(mb_find_input(run->g, "RNN_0_initial_h"), MB_FLOAT, "1,2,4");
     const rnnstate_node_report *n = assert_node_report(
-        run.report, "rnn", "RNN", RNNSTATE_NODE_UPDATED, "RNN_0_initial_h", "RNN_0_Y_h");
+        run->report, "rnn", "RNN", RNNSTATE_NODE_UPDATED, "RNN_0_initial_h", "RNN_0_Y_h");
     assert_int_equal(n->n_warnings, 1);
     assert_non_null(strstr(n->warnings[0], "reverse"));
-    mb_run_free(&run);
 }
 
 static void test_layout_1_state_is_batch_first(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(8, 14);
-    mb_input(m, "X", MB_FLOAT, "batch,T,3");
+    Onnx__ModelProto *m = model_with_x(8, 14, "batch,T,3");
     Onnx__NodeProto *gru = add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
     mb_attr_int(gru, "layout", 1);
     mb_output(m, "Y", MB_FLOAT, "batch,T,1,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "batch,1,4");
     assert_vi(mb_find_output(g, "GRU_0_Y_h"), MB_FLOAT, "batch,1,4");
     assert_zero_default(g, "GRU_0_initial_h", MB_FLOAT, "1,1,4", 4);
     assert_batch_expand(g, mb_find_node(g, "gru"), 5, "GRU_0_initial_h", "X", 0);
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "batch,1,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "batch,1,4", "float32", true, true);
 }
 
 static void test_layout_1_bidirectional_nonuniform_constant_is_tiled_per_batch(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(8, 14);
-    mb_input(m, "X", MB_FLOAT, "3,T,3");
+    Onnx__ModelProto *m = model_with_x(8, 14, "3,T,3");
     mb_constant(m, "const_h0", "h0_const",
                 mb_tensor_float("", MB_DIMS(1, 2, 4), (float[]){ 1, 2, 3, 4, 5, 6, 7, 8 }));
     mb_constant(m, "const_shape", "h0_shape",
@@ -1373,46 +1263,38 @@ static void test_layout_1_bidirectional_nonuniform_constant_is_tiled_per_batch(v
         add_layer_ex(m, "GRU", "gru", MB_FLOAT, "bidirectional", "X", I, "h0", NULL, "Y");
     mb_attr_int(gru, "layout", 1);
     mb_output(m, "Y", MB_FLOAT, "3,T,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_vi(mb_find_input(run.g, "GRU_0_initial_h"), MB_FLOAT, "3,2,4");
-    assert_float_default(run.g, "GRU_0_initial_h", "3,2,4",
+    assert_vi(mb_find_input(run->g, "GRU_0_initial_h"), MB_FLOAT, "3,2,4");
+    assert_float_default(run->g, "GRU_0_initial_h", "3,2,4",
                          (float[]){ 1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4,
                                     5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8 },
                          24);
-    mb_run_free(&run);
 }
 
 static void test_missing_hidden_size_comes_from_R(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,batch,3");
     mb_initializer_filled(m, "W", MB_FLOAT, MB_DIMS(1, 15, 3), 0.1);
     mb_initializer_filled(m, "R", MB_FLOAT, MB_DIMS(1, 15, 5), 0.1);
     mb_recurrent(m, "GRU", "gru", 0, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,5");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_vi(mb_find_input(run.g, "GRU_0_initial_h"), MB_FLOAT, "1,batch,5");
-    assert_vi(mb_find_output(run.g, "GRU_0_Y_h"), MB_FLOAT, "1,batch,5");
-    assert_zero_default(run.g, "GRU_0_initial_h", MB_FLOAT, "1,1,5", 5);
-    assert_pair(run.report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,5", "float32", true, true);
-    mb_run_free(&run);
+    assert_vi(mb_find_input(run->g, "GRU_0_initial_h"), MB_FLOAT, "1,batch,5");
+    assert_vi(mb_find_output(run->g, "GRU_0_Y_h"), MB_FLOAT, "1,batch,5");
+    assert_zero_default(run->g, "GRU_0_initial_h", MB_FLOAT, "1,1,5", 5);
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,5", "float32", true, true);
 }
 
 static void test_float16_model_keeps_float16_inputs_outputs_and_defaults(void **state)
 {
-    (void)state;
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "X", MB_FLOAT16, "T,batch,3");
     add_layer_ex(m, "LSTM", "lstm", MB_FLOAT16, NULL, "X", I, NULL, NULL, "Y");
     mb_output(m, "Y", MB_FLOAT16, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_vi(mb_find_input(g, "LSTM_0_initial_h"), MB_FLOAT16, "1,batch,4");
     assert_vi(mb_find_input(g, "LSTM_0_initial_c"), MB_FLOAT16, "1,batch,4");
@@ -1420,78 +1302,65 @@ static void test_float16_model_keeps_float16_inputs_outputs_and_defaults(void **
     assert_vi(mb_find_output(g, "LSTM_0_Y_c"), MB_FLOAT16, "1,batch,4");
     assert_zero_default(g, "LSTM_0_initial_h", MB_FLOAT16, "1,1,4", 4);
     assert_zero_default(g, "LSTM_0_initial_c", MB_FLOAT16, "1,1,4", 4);
-    assert_pair(run.report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,batch,4", "float16", true,
+    assert_pair(run->report, "LSTM_0_initial_h", "LSTM_0_Y_h", "1,batch,4", "float16", true,
                 true);
-    mb_run_free(&run);
 }
 
 static void test_double_model_keeps_double_inputs_outputs_and_defaults(void **state)
 {
-    (void)state;
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "X", MB_DOUBLE, "T,2,3");
     add_layer_ex(m, "RNN", "rnn", MB_DOUBLE, NULL, "X", I, NULL, NULL, "Y");
     mb_output(m, "Y", MB_DOUBLE, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_vi(mb_find_input(run.g, "RNN_0_initial_h"), MB_DOUBLE, "1,2,4");
-    assert_vi(mb_find_output(run.g, "RNN_0_Y_h"), MB_DOUBLE, "1,2,4");
-    assert_zero_default(run.g, "RNN_0_initial_h", MB_DOUBLE, "1,2,4", 8);
-    assert_pair(run.report, "RNN_0_initial_h", "RNN_0_Y_h", "1,2,4", "float64", true, true);
-    mb_run_free(&run);
+    assert_vi(mb_find_input(run->g, "RNN_0_initial_h"), MB_DOUBLE, "1,2,4");
+    assert_vi(mb_find_output(run->g, "RNN_0_Y_h"), MB_DOUBLE, "1,2,4");
+    assert_zero_default(run->g, "RNN_0_initial_h", MB_DOUBLE, "1,2,4", 8);
+    assert_pair(run->report, "RNN_0_initial_h", "RNN_0_Y_h", "1,2,4", "float64", true, true);
 }
 
 /* ---- batch inference ------------------------------------------------------------ */
 
 static void test_batch_of_a_stacked_layer_is_inferred_from_the_previous_layer(void **state)
 {
-    (void)state;
     /* layer 2's X is an intermediate Squeeze of layer 1's Y, with no value_info */
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     add_layer(m, "GRU", "gru_l0", "X", I, NULL, NULL, "Y0");
     mb_initializer_int64(m, "sq_axes", MB_DIMS(1), (int64_t[]){ 1 });
     mb_node(m, "Squeeze", "squeeze_l0", "Y0,sq_axes", "X1");
     add_layer(m, "GRU", "gru_l1", "X1", H, NULL, NULL, "Y1");
     mb_output(m, "Y1", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h,GRU_1_initial_h");
     assert_string_equal(mb_output_names(g), "Y1,GRU_0_Y_h,GRU_1_Y_h");
     assert_vi(mb_find_input(g, "GRU_1_initial_h"), MB_FLOAT, "1,batch,4");
     assert_vi(mb_find_output(g, "GRU_1_Y_h"), MB_FLOAT, "1,batch,4");
     assert_batch_expand(g, mb_find_node(g, "gru_l1"), 5, "GRU_1_initial_h", "X1", 1);
-    assert_pair(run.report, "GRU_1_initial_h", "GRU_1_Y_h", "1,batch,4", "float32", true, true);
-    mb_run_free(&run);
+    assert_pair(run->report, "GRU_1_initial_h", "GRU_1_Y_h", "1,batch,4", "float32", true, true);
 }
 
 static void test_batch_that_cannot_be_known_gets_a_fresh_symbolic_name(void **state)
 {
-    (void)state;
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "X", MB_FLOAT, NULL); /* no shape at all */
     add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, NULL);
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_vi(mb_find_input(run.g, "GRU_0_initial_h"), MB_FLOAT, "1,GRU_0_batch,4");
-    assert_vi(mb_find_output(run.g, "GRU_0_Y_h"), MB_FLOAT, "1,GRU_0_batch,4");
-    assert_zero_default(run.g, "GRU_0_initial_h", MB_FLOAT, "1,1,4", 4);
-    assert_batch_expand(run.g, mb_find_node(run.g, "gru"), 5, "GRU_0_initial_h", "X", 1);
-    mb_run_free(&run);
+    assert_vi(mb_find_input(run->g, "GRU_0_initial_h"), MB_FLOAT, "1,GRU_0_batch,4");
+    assert_vi(mb_find_output(run->g, "GRU_0_Y_h"), MB_FLOAT, "1,GRU_0_batch,4");
+    assert_zero_default(run->g, "GRU_0_initial_h", MB_FLOAT, "1,1,4", 4);
+    assert_batch_expand(run->g, mb_find_node(run->g, "gru"), 5, "GRU_0_initial_h", "X", 1);
 }
 
 /* ---- names ---------------------------------------------------------------------- */
 
 static void test_k_counts_each_op_type_in_graph_order(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,2,3");
     add_layer(m, "GRU", "g_first", "X", I, NULL, NULL, "Ya");
     add_layer(m, "LSTM", "l_first", "X", I, NULL, NULL, "Yb");
     add_layer(m, "GRU", "g_second", "X", I, NULL, NULL, "Yc");
@@ -1500,29 +1369,25 @@ static void test_k_counts_each_op_type_in_graph_order(void **state)
     mb_output(m, "Yb", MB_FLOAT, "T,1,2,4");
     mb_output(m, "Yc", MB_FLOAT, "T,1,2,4");
     mb_output(m, "Yd", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_string_equal(mb_input_names(run.g),
+    assert_string_equal(mb_input_names(run->g),
                         "X,GRU_0_initial_h,LSTM_0_initial_h,LSTM_0_initial_c,GRU_1_initial_h,"
                         "RNN_0_initial_h");
-    assert_string_equal(mb_output_names(run.g),
+    assert_string_equal(mb_output_names(run->g),
                         "Ya,Yb,Yc,Yd,GRU_0_Y_h,LSTM_0_Y_h,LSTM_0_Y_c,GRU_1_Y_h,RNN_0_Y_h");
-    assert_int_equal(run.report->n_nodes, 4);
-    assert_string_equal(run.report->nodes[0].name, "g_first");
-    assert_string_equal(run.report->nodes[1].name, "l_first");
-    assert_string_equal(run.report->nodes[2].name, "g_second");
-    assert_string_equal(run.report->nodes[3].name, "r_first");
-    mb_run_free(&run);
+    assert_int_equal(run->report->n_nodes, 4);
+    assert_string_equal(run->report->nodes[0].name, "g_first");
+    assert_string_equal(run->report->nodes[1].name, "l_first");
+    assert_string_equal(run->report->nodes[2].name, "g_second");
+    assert_string_equal(run->report->nodes[3].name, "r_first");
 }
 
 static void test_generated_names_avoid_names_already_in_the_model(void **state)
 {
-    (void)state;
     /* "GRU_0_initial_h" is taken by a value of the main graph, "GRU_0_Y_h"
      * by a value inside an If branch */
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,batch,3");
     mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
     mb_node(m, "Identity", "taken", "X", "GRU_0_initial_h");
     add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
@@ -1535,9 +1400,8 @@ static void test_generated_names_avoid_names_already_in_the_model(void **state)
     mb_graph_output(else_g, "else_out", MB_FLOAT, NULL);
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
     mb_output(m, "if_out", MB_FLOAT, NULL);
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-    const Onnx__GraphProto *g = run.g;
+    mb_run *run = rewrite(state, m, NULL);
+    const Onnx__GraphProto *g = run->g;
 
     assert_string_equal(mb_input_names(g), "X,cond,GRU_0_initial_h_1");
     assert_vi(mb_find_input(g, "GRU_0_initial_h_1"), MB_FLOAT, "1,batch,4");
@@ -1549,49 +1413,39 @@ static void test_generated_names_avoid_names_already_in_the_model(void **state)
     /* the taken names still mean what they meant */
     assert_string_equal(mb_inputs_str(mb_find_node(g, "taken")), "X");
     assert_string_equal(mb_outputs_str(mb_find_node(g, "taken")), "GRU_0_initial_h");
-    assert_pair(run.report, "GRU_0_initial_h_1", "GRU_0_Y_h_1", "1,batch,4", "float32", true,
+    assert_pair(run->report, "GRU_0_initial_h_1", "GRU_0_Y_h_1", "1,batch,4", "float32", true,
                 true);
-    mb_run_free(&run);
 }
 
 /* ---- options and report --------------------------------------------------------- */
 
 static void test_fixed_sequence_length_is_reported_with_a_warning(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "5,batch,3");
-    add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
-    mb_output(m, "Y", MB_FLOAT, "5,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    Onnx__ModelProto *m = layer_model(&(layer_spec){ 7, 14, "5,batch,3", "GRU", "gru", NULL, NULL,
+                                                     "Y", "5,1,batch,4" });
+    mb_run *run = rewrite(state, m, NULL);
 
     const rnnstate_node_report *n = assert_node_report(
-        run.report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "GRU_0_Y_h");
+        run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h", "GRU_0_Y_h");
     assert_int_equal(n->fixed_sequence_length, 5);
     assert_true(mb_any_contains(n->n_warnings, n->warnings, "5"));
-    mb_run_free(&run);
 
-    mb_rewrite(model_a_dynamic(), NULL, &run);
-    assert_int_equal(run.report->nodes[0].fixed_sequence_length, -1);
-    mb_run_free(&run);
+    run = rewrite(state, model_a_dynamic(), NULL);
+    assert_int_equal(run->report->nodes[0].fixed_sequence_length, -1);
 }
 
 static void test_name_template_with_node_name(void **state)
 {
-    (void)state;
     rnnstate_options o;
     rnnstate_options_init(&o);
     o.name_template = "state.{name}.{slot}";
-    mb_run run;
-    mb_rewrite(model_a_dynamic(), &o, &run);
+    mb_run *run = rewrite(state, model_a_dynamic(), &o);
 
-    assert_string_equal(mb_input_names(run.g), "X,state.gru.initial_h");
-    assert_string_equal(mb_output_names(run.g), "Y,state.gru.Y_h");
-    assert_zero_default(run.g, "state.gru.initial_h", MB_FLOAT, "1,1,4", 4);
-    assert_pair(run.report, "state.gru.initial_h", "state.gru.Y_h", "1,batch,4", "float32", true,
+    assert_string_equal(mb_input_names(run->g), "X,state.gru.initial_h");
+    assert_string_equal(mb_output_names(run->g), "Y,state.gru.Y_h");
+    assert_zero_default(run->g, "state.gru.initial_h", MB_FLOAT, "1,1,4", 4);
+    assert_pair(run->report, "state.gru.initial_h", "state.gru.Y_h", "1,batch,4", "float32", true,
                 true);
-    mb_run_free(&run);
 }
 
 static void test_name_template_without_slot_is_refused(void **state)
@@ -1618,9 +1472,7 @@ static void test_name_template_without_slot_is_refused(void **state)
 
 static void test_excluded_node_is_skipped_and_unchanged(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,2,3");
     add_layer(m, "GRU", "freq_gru", "X", I, NULL, NULL, "Ya");
     add_layer(m, "GRU", "time_gru", "X", I, NULL, NULL, "Yb");
     mb_output(m, "Ya", MB_FLOAT, "T,1,2,4");
@@ -1630,39 +1482,34 @@ static void test_excluded_node_is_skipped_and_unchanged(void **state)
     rnnstate_options_init(&o);
     o.n_exclude = 1;
     o.exclude = exclude;
-    mb_run run;
-    mb_rewrite(m, &o, &run);
+    mb_run *run = rewrite(state, m, &o);
 
-    assert_string_equal(mb_inputs_str(mb_find_node(run.g, "freq_gru")), "X,W_freq_gru,R_freq_gru");
-    assert_string_equal(mb_outputs_str(mb_find_node(run.g, "freq_gru")), "Ya");
+    assert_string_equal(mb_inputs_str(mb_find_node(run->g, "freq_gru")), "X,W_freq_gru,R_freq_gru");
+    assert_string_equal(mb_outputs_str(mb_find_node(run->g, "freq_gru")), "Ya");
     /* k still counts the excluded node */
-    assert_string_equal(mb_input_names(run.g), "X,GRU_1_initial_h");
+    assert_string_equal(mb_input_names(run->g), "X,GRU_1_initial_h");
     const rnnstate_node_report *n =
-        assert_node_report(run.report, "freq_gru", "GRU", RNNSTATE_NODE_SKIPPED, "", "");
+        assert_node_report(run->report, "freq_gru", "GRU", RNNSTATE_NODE_SKIPPED, "", "");
     assert_non_null(strstr(n->reason, "freq_*"));
-    assert_node_report(run.report, "time_gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_1_initial_h",
+    assert_node_report(run->report, "time_gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_1_initial_h",
                        "GRU_1_Y_h");
-    mb_run_free(&run);
 }
 
 static void test_report_text_has_one_line_per_node_with_the_label(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     add_layer(m, "GRU", "gru_ok", "X", I, NULL, NULL, "Y");
     mb_node(m, "Relu", "relu_h", "X", "xr");
     add_layer(m, "GRU", "gru_skipped", "X", I, "xr", NULL, "Y2");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
     mb_output(m, "Y2", MB_FLOAT, "T,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     assert_non_null(out);
-    rnnstate_report_write_text(run.report, "model.onnx", false, out);
+    rnnstate_report_write_text(run->report, "model.onnx", false, out);
     fclose(out);
     assert_non_null(strstr(text, "gru_ok"));
     assert_non_null(strstr(text, "GRU_0_initial_h"));
@@ -1677,7 +1524,6 @@ static void test_report_text_has_one_line_per_node_with_the_label(void **state)
         line = nl + 1;
     }
     free(text);
-    mb_run_free(&run);
 }
 
 /* ---- idempotence and models without recurrent nodes --------------------------- */
@@ -1717,8 +1563,7 @@ static void assert_second_run_changes_nothing(model_factory make, const rnnstate
  * feeding a Gemm; layout 1, bidirectional, dynamic batch. */
 static Onnx__ModelProto *model_c_own(void)
 {
-    Onnx__ModelProto *m = mb_new(3, 9);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(3, 9, "T,2,3");
     mb_initializer_filled(m, "h_init", MB_FLOAT, MB_DIMS(1, 2, 4), 0.5);
     add_layer(m, "GRU", "gru", "X", I, "h_init", NULL, "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
@@ -1727,8 +1572,7 @@ static Onnx__ModelProto *model_c_own(void)
 
 static Onnx__ModelProto *model_f_gemm(void)
 {
-    Onnx__ModelProto *m = mb_new(7, 13);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y,h_last");
     mb_initializer_int64(m, "sq0", MB_DIMS(1), (int64_t[]){ 0 });
     mb_node(m, "Squeeze", "squeeze_h", "h_last,sq0", "h2d");
@@ -1740,8 +1584,7 @@ static Onnx__ModelProto *model_f_gemm(void)
 
 static Onnx__ModelProto *model_layout1_bidirectional(void)
 {
-    Onnx__ModelProto *m = mb_new(8, 14);
-    mb_input(m, "X", MB_FLOAT, "batch,T,3");
+    Onnx__ModelProto *m = model_with_x(8, 14, "batch,T,3");
     Onnx__NodeProto *n =
         add_layer_ex(m, "LSTM", "lstm", MB_FLOAT, "bidirectional", "X", I, NULL, NULL, "Y");
     mb_attr_int(n, "layout", 1);
@@ -1769,97 +1612,89 @@ static void test_idempotent_in_required_mode(void **state)
 
 static void test_model_without_recurrent_nodes_is_unchanged(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(3, 9);
-    mb_input(m, "X", MB_FLOAT, "N,3");
+    Onnx__ModelProto *m = model_with_x(3, 9, "N,3");
     mb_node(m, "Relu", "relu", "X", "Y");
     mb_output(m, "Y", MB_FLOAT, "N,3");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(&run);
-    assert_int_equal(run.report->n_nodes, 0);
-    assert_int_equal(run.report->n_pairs, 0);
-    assert_int_equal(run.report->n_notes, 0);
-    assert_int_equal(run.model->ir_version, 3);
-    mb_run_free(&run);
+    assert_unchanged(run);
+    assert_int_equal(run->report->n_nodes, 0);
+    assert_int_equal(run->report->n_pairs, 0);
+    assert_int_equal(run->report->n_notes, 0);
+    assert_int_equal(run->model->ir_version, 3);
 }
 
 static void test_recurrent_op_of_another_domain_is_ignored(void **state)
 {
-    (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,2,3");
+    Onnx__ModelProto *m = model_with_x(7, 14, "T,2,3");
     Onnx__NodeProto *gru = add_layer(m, "GRU", "custom_gru", "X", I, NULL, NULL, "Y");
     gru->domain = strdup("com.example");
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(&run);
-    assert_int_equal(run.report->n_nodes, 0);
-    mb_run_free(&run);
+    assert_unchanged(run);
+    assert_int_equal(run->report->n_nodes, 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_a_absent_state_dynamic_batch_gets_input_with_expanded_zero_default),
-        cmocka_unit_test(test_a_absent_state_fixed_batch_gets_full_shape_default_and_no_expand),
-        cmocka_unit_test(test_a_lstm_without_state_outputs_gets_Y_h_and_Y_c_padded_and_named),
-        cmocka_unit_test(test_a_lstm_missing_Y_h_between_named_outputs_is_filled_in),
-        cmocka_unit_test(test_a_unread_named_Y_h_gets_the_generated_name),
-        cmocka_unit_test(test_a_required_mode_adds_no_default_and_no_expand),
-        cmocka_unit_test(test_a_default_raises_ir_version_from_3_to_4),
-        cmocka_unit_test(test_a_dynamic_batch_below_opset_8_makes_the_input_required),
-        cmocka_unit_test(test_a_lstm_slots_are_5_and_6_before_peepholes),
-        cmocka_unit_test(test_a_and_b_mixed_in_one_lstm),
-        cmocka_unit_test(test_b_state_input_and_output_already_exposed_changes_nothing),
-        cmocka_unit_test(test_b_state_input_with_internal_Y_h_adds_only_the_output),
-        cmocka_unit_test(test_b_ir3_state_input_with_initializer_raises_ir_version),
-        cmocka_unit_test(test_c_initializer_read_only_by_the_slot_becomes_input_of_same_name),
-        cmocka_unit_test(test_c_initializer_shared_by_h_and_c_is_copied_per_slot),
-        cmocka_unit_test(test_c_initializer_also_read_elsewhere_is_copied_and_kept),
-        cmocka_unit_test(test_c_report_decisions_name_the_replaced_initializer),
-        cmocka_unit_test(test_c_initializer_with_dynamic_batch_gets_an_expand),
-        cmocka_unit_test(test_c_nonuniform_constant_node_in_the_slot_becomes_the_default),
-        cmocka_unit_test(test_d_torch_expand_of_constant_zeros_becomes_input_with_expand),
-        cmocka_unit_test(test_d_expand_of_nonuniform_constant_fixed_batch_default_is_tiled),
-        cmocka_unit_test(test_d_expand_of_shared_initializer_gives_each_slot_a_copy),
-        cmocka_unit_test(test_d_double_constant_keeps_its_values_and_type),
-        cmocka_unit_test(test_d_expand_of_rank_1_nonuniform_initializer_becomes_the_default),
-        cmocka_unit_test(test_e_torch_zero_state_shared_by_layers_and_h_c_gives_each_slot_an_input),
-        cmocka_unit_test(test_e_zero_constant_fixed_batch_becomes_input_with_full_zero_default),
-        cmocka_unit_test(test_e_chain_through_cast_and_unsqueeze_of_int_zeros),
-        cmocka_unit_test(test_e_uniform_nonzero_constant_of_shape_is_the_default),
-        cmocka_unit_test(test_e_required_mode_replaces_the_chain_without_defaults),
-        cmocka_unit_test(test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing),
-        cmocka_unit_test(test_f_final_state_feeding_gemm_is_exposed_under_its_own_name),
-        cmocka_unit_test(test_f_Y_h_already_a_graph_output_keeps_its_name),
-        cmocka_unit_test(test_f_slice_of_input_whose_Y_h_reaches_no_output_warns),
-        cmocka_unit_test(test_g_state_computed_from_data_skips_the_node_and_names_the_blocker),
-        cmocka_unit_test(test_g_lstm_with_only_c_data_dependent_is_skipped_whole),
-        cmocka_unit_test(test_bidirectional_state_has_two_directions_and_a_warning),
-        cmocka_unit_test(test_bidirectional_nonuniform_constant_is_tiled_per_direction),
-        cmocka_unit_test(test_reverse_direction_warns),
-        cmocka_unit_test(test_layout_1_state_is_batch_first),
-        cmocka_unit_test(test_layout_1_bidirectional_nonuniform_constant_is_tiled_per_batch),
-        cmocka_unit_test(test_missing_hidden_size_comes_from_R),
-        cmocka_unit_test(test_float16_model_keeps_float16_inputs_outputs_and_defaults),
-        cmocka_unit_test(test_double_model_keeps_double_inputs_outputs_and_defaults),
-        cmocka_unit_test(test_batch_of_a_stacked_layer_is_inferred_from_the_previous_layer),
-        cmocka_unit_test(test_batch_that_cannot_be_known_gets_a_fresh_symbolic_name),
-        cmocka_unit_test(test_k_counts_each_op_type_in_graph_order),
-        cmocka_unit_test(test_generated_names_avoid_names_already_in_the_model),
-        cmocka_unit_test(test_fixed_sequence_length_is_reported_with_a_warning),
-        cmocka_unit_test(test_name_template_with_node_name),
-        cmocka_unit_test(test_name_template_without_slot_is_refused),
-        cmocka_unit_test(test_excluded_node_is_skipped_and_unchanged),
-        cmocka_unit_test(test_report_text_has_one_line_per_node_with_the_label),
-        cmocka_unit_test(test_idempotent_on_every_rewritten_case),
-        cmocka_unit_test(test_idempotent_in_required_mode),
-        cmocka_unit_test(test_model_without_recurrent_nodes_is_unchanged),
-        cmocka_unit_test(test_recurrent_op_of_another_domain_is_ignored),
+        REWRITE_TEST(test_a_absent_state_dynamic_batch_gets_input_with_expanded_zero_default),
+        REWRITE_TEST(test_a_absent_state_fixed_batch_gets_full_shape_default_and_no_expand),
+        REWRITE_TEST(test_a_lstm_without_state_outputs_gets_Y_h_and_Y_c_padded_and_named),
+        REWRITE_TEST(test_a_lstm_missing_Y_h_between_named_outputs_is_filled_in),
+        REWRITE_TEST(test_a_unread_named_Y_h_gets_the_generated_name),
+        REWRITE_TEST(test_a_required_mode_adds_no_default_and_no_expand),
+        REWRITE_TEST(test_a_default_raises_ir_version_from_3_to_4),
+        REWRITE_TEST(test_a_dynamic_batch_below_opset_8_makes_the_input_required),
+        REWRITE_TEST(test_a_lstm_slots_are_5_and_6_before_peepholes),
+        REWRITE_TEST(test_a_and_b_mixed_in_one_lstm),
+        REWRITE_TEST(test_b_state_input_and_output_already_exposed_changes_nothing),
+        REWRITE_TEST(test_b_state_input_with_internal_Y_h_adds_only_the_output),
+        REWRITE_TEST(test_b_ir3_state_input_with_initializer_raises_ir_version),
+        REWRITE_TEST(test_c_initializer_read_only_by_the_slot_becomes_input_of_same_name),
+        REWRITE_TEST(test_c_initializer_shared_by_h_and_c_is_copied_per_slot),
+        REWRITE_TEST(test_c_initializer_also_read_elsewhere_is_copied_and_kept),
+        REWRITE_TEST(test_c_report_decisions_name_the_replaced_initializer),
+        REWRITE_TEST(test_c_initializer_with_dynamic_batch_gets_an_expand),
+        REWRITE_TEST(test_c_nonuniform_constant_node_in_the_slot_becomes_the_default),
+        REWRITE_TEST(test_d_torch_expand_of_constant_zeros_becomes_input_with_expand),
+        REWRITE_TEST(test_d_expand_of_nonuniform_constant_fixed_batch_default_is_tiled),
+        REWRITE_TEST(test_d_expand_of_shared_initializer_gives_each_slot_a_copy),
+        REWRITE_TEST(test_d_double_constant_keeps_its_values_and_type),
+        REWRITE_TEST(test_d_expand_of_rank_1_nonuniform_initializer_becomes_the_default),
+        REWRITE_TEST(test_e_torch_zero_state_shared_by_layers_and_h_c_gives_each_slot_an_input),
+        REWRITE_TEST(test_e_zero_constant_fixed_batch_becomes_input_with_full_zero_default),
+        REWRITE_TEST(test_e_chain_through_cast_and_unsqueeze_of_int_zeros),
+        REWRITE_TEST(test_e_uniform_nonzero_constant_of_shape_is_the_default),
+        REWRITE_TEST(test_e_required_mode_replaces_the_chain_without_defaults),
+        REWRITE_TEST(test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing),
+        REWRITE_TEST(test_f_final_state_feeding_gemm_is_exposed_under_its_own_name),
+        REWRITE_TEST(test_f_Y_h_already_a_graph_output_keeps_its_name),
+        REWRITE_TEST(test_f_slice_of_input_whose_Y_h_reaches_no_output_warns),
+        REWRITE_TEST(test_g_state_computed_from_data_skips_the_node_and_names_the_blocker),
+        REWRITE_TEST(test_g_lstm_with_only_c_data_dependent_is_skipped_whole),
+        REWRITE_TEST(test_bidirectional_state_has_two_directions_and_a_warning),
+        REWRITE_TEST(test_bidirectional_nonuniform_constant_is_tiled_per_direction),
+        REWRITE_TEST(test_reverse_direction_warns),
+        REWRITE_TEST(test_layout_1_state_is_batch_first),
+        REWRITE_TEST(test_layout_1_bidirectional_nonuniform_constant_is_tiled_per_batch),
+        REWRITE_TEST(test_missing_hidden_size_comes_from_R),
+        REWRITE_TEST(test_float16_model_keeps_float16_inputs_outputs_and_defaults),
+        REWRITE_TEST(test_double_model_keeps_double_inputs_outputs_and_defaults),
+        REWRITE_TEST(test_batch_of_a_stacked_layer_is_inferred_from_the_previous_layer),
+        REWRITE_TEST(test_batch_that_cannot_be_known_gets_a_fresh_symbolic_name),
+        REWRITE_TEST(test_k_counts_each_op_type_in_graph_order),
+        REWRITE_TEST(test_generated_names_avoid_names_already_in_the_model),
+        REWRITE_TEST(test_fixed_sequence_length_is_reported_with_a_warning),
+        REWRITE_TEST(test_name_template_with_node_name),
+        REWRITE_TEST(test_name_template_without_slot_is_refused),
+        REWRITE_TEST(test_excluded_node_is_skipped_and_unchanged),
+        REWRITE_TEST(test_report_text_has_one_line_per_node_with_the_label),
+        REWRITE_TEST(test_idempotent_on_every_rewritten_case),
+        REWRITE_TEST(test_idempotent_in_required_mode),
+        REWRITE_TEST(test_model_without_recurrent_nodes_is_unchanged),
+        REWRITE_TEST(test_recurrent_op_of_another_domain_is_ignored),
     };
     return cmocka_run_group_tests_name("state_pass", tests, NULL, NULL);
 }
