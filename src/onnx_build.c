@@ -1,6 +1,7 @@
 #include "array.h"
 #include "onnx_build.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,66 @@ bool append_string(char ***array, size_t *count, const char *s)
     return true;
 }
 
+bool append_list(char ***array, size_t *count, const char *list)
+{
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        char *item = strndup(p, len);
+        if (!item || !APPEND_PTR(array, count, item)) {
+            free(item);
+            return false;
+        }
+        if (!p[len])
+            break;
+        p += len + 1;
+        if (!*p) /* a trailing comma names one more, empty, slot */
+            return append_string(array, count, "");
+    }
+    return true;
+}
+
+Onnx__GraphProto *graph_new(const char *name)
+{
+    Onnx__GraphProto *g = malloc(sizeof *g);
+    if (!g)
+        return NULL;
+    onnx__graph_proto__init(g);
+    if (name && !set_string(&g->name, name)) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+Onnx__ModelProto *model_new(int64_t ir_version, int64_t opset, const char *producer,
+                            const char *graph_name)
+{
+    Onnx__ModelProto *m = malloc(sizeof *m);
+    Onnx__OperatorSetIdProto *op = malloc(sizeof *op);
+    if (m)
+        onnx__model_proto__init(m);
+    if (op)
+        onnx__operator_set_id_proto__init(op);
+    bool ok = m && op && set_string(&op->domain, "");
+    if (ok) {
+        op->has_version = 1;
+        op->version = opset;
+        ok = APPEND_PTR(&m->opset_import, &m->n_opset_import, op);
+        op = ok ? NULL : op;
+    }
+    if (op)
+        protobuf_c_message_free_unpacked(&op->base, NULL);
+    ok = ok && set_string(&m->producer_name, producer) && (m->graph = graph_new(graph_name));
+    if (!ok) {
+        if (m)
+            protobuf_c_message_free_unpacked(&m->base, NULL);
+        return NULL;
+    }
+    m->has_ir_version = 1;
+    m->ir_version = ir_version;
+    return m;
+}
+
 static bool set_slot(char ***array, size_t *count, size_t slot, const char *name)
 {
     while (*count <= slot)
@@ -79,27 +140,105 @@ Onnx__NodeProto *node_new(const char *op_type, const char *name)
     if (!node)
         return NULL;
     onnx__node_proto__init(node);
-    if (!set_string(&node->op_type, op_type) || !set_string(&node->name, name)) {
+    if ((op_type && !set_string(&node->op_type, op_type)) ||
+        (name && !set_string(&node->name, name))) {
         protobuf_c_message_free_unpacked(&node->base, NULL);
         return NULL;
     }
     return node;
 }
 
-bool node_add_int_attr(Onnx__NodeProto *node, const char *name, int64_t value)
+Onnx__AttributeProto *node_add_attr(Onnx__NodeProto *node, const char *name,
+                                    Onnx__AttributeProto__AttributeType type)
 {
     Onnx__AttributeProto *attr = malloc(sizeof *attr);
     if (!attr)
-        return false;
+        return NULL;
     onnx__attribute_proto__init(attr);
     attr->has_type = 1;
-    attr->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-    attr->has_i = 1;
-    attr->i = value;
+    attr->type = type;
     if (!set_string(&attr->name, name) || !APPEND_PTR(&node->attribute, &node->n_attribute, attr)) {
         protobuf_c_message_free_unpacked(&attr->base, NULL);
+        return NULL;
+    }
+    return attr;
+}
+
+bool node_add_int_attr(Onnx__NodeProto *node, const char *name, int64_t value)
+{
+    Onnx__AttributeProto *attr = node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    if (attr) {
+        attr->has_i = 1;
+        attr->i = value;
+    }
+    return attr != NULL;
+}
+
+bool node_add_float_attr(Onnx__NodeProto *node, const char *name, float value)
+{
+    Onnx__AttributeProto *attr =
+        node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    if (attr) {
+        attr->has_f = 1;
+        attr->f = value;
+    }
+    return attr != NULL;
+}
+
+bool node_add_ints_attr(Onnx__NodeProto *node, const char *name, const int64_t *values,
+                        size_t n)
+{
+    int64_t *copy = malloc((n ? n : 1) * sizeof *copy);
+    Onnx__AttributeProto *attr =
+        copy ? node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) : NULL;
+    if (!attr) {
+        free(copy);
         return false;
     }
+    if (n)
+        memcpy(copy, values, n * sizeof *copy);
+    attr->ints = copy;
+    attr->n_ints = n;
+    return true;
+}
+
+bool node_add_string_attr(Onnx__NodeProto *node, const char *name, const char *value)
+{
+    size_t len = strlen(value);
+    uint8_t *copy = malloc(len ? len : 1);
+    Onnx__AttributeProto *attr =
+        copy ? node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING) : NULL;
+    if (!attr) {
+        free(copy);
+        return false;
+    }
+    memcpy(copy, value, len);
+    attr->has_s = 1;
+    attr->s = (ProtobufCBinaryData){ len, copy };
+    return true;
+}
+
+bool node_add_tensor_attr(Onnx__NodeProto *node, const char *name, Onnx__TensorProto *t)
+{
+    Onnx__AttributeProto *attr =
+        node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+    if (!attr) {
+        protobuf_c_message_free_unpacked(&t->base, NULL);
+        return false;
+    }
+    attr->t = t;
+    return true;
+}
+
+bool node_add_graph_attr(Onnx__NodeProto *node, const char *name, Onnx__GraphProto *g)
+{
+    Onnx__AttributeProto *attr =
+        node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    if (!attr) {
+        protobuf_c_message_free_unpacked(&g->base, NULL);
+        return false;
+    }
+    attr->g = g;
     return true;
 }
 
@@ -224,4 +363,109 @@ void dim_from_proto(const Onnx__TensorShapeProto__Dimension *d, dim_info *out)
         out->param = strdup(d->dim_param);
         out->known = out->param != NULL;
     }
+}
+
+/* Parses "T,batch,3" (see value_info_from_text) into dims; false when out
+ * of memory, with every param already parsed freed. */
+static bool dims_from_text(const char *text, dim_info *dims, size_t max, size_t *rank)
+{
+    *rank = 0;
+    for (const char *p = text; *p && *rank < max;) {
+        size_t len = strcspn(p, ",");
+        char word[64];
+        snprintf(word, sizeof word, "%.*s", (int)len, p);
+        char *end;
+        long long v = strtoll(word, &end, 10);
+        dim_info *d = &dims[(*rank)++];
+        *d = (dim_info){ 0 };
+        if (*word && !*end)
+            *d = (dim_info){ .known = true, .value = v };
+        else if (strcmp(word, "?") != 0 && !(d->known = (d->param = strdup(word)) != NULL)) {
+            for (size_t i = 0; i < *rank; i++)
+                dim_info_clear(&dims[i]);
+            return false;
+        }
+        p += len + (p[len] == ',');
+    }
+    return true;
+}
+
+Onnx__ValueInfoProto *value_info_from_text(const char *name, int32_t elem_type, const char *dims)
+{
+    dim_info parsed[16] = { { 0 } };
+    size_t rank = 0;
+    if (dims && !dims_from_text(dims, parsed, 16, &rank))
+        return NULL;
+    Onnx__ValueInfoProto *vi = value_info_new(name ? name : "", elem_type, parsed, rank);
+    for (size_t i = 0; i < rank; i++)
+        dim_info_clear(&parsed[i]);
+    if (!vi)
+        return NULL;
+    if (!name) {
+        free(vi->name);
+        vi->name = NULL;
+    }
+    Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    if (elem_type < 0) {
+        protobuf_c_message_free_unpacked(&vi->type->base, NULL);
+        vi->type = NULL;
+    } else if (!dims) {
+        protobuf_c_message_free_unpacked(&tt->shape->base, NULL);
+        tt->shape = NULL;
+    }
+    return vi;
+}
+
+Onnx__ValueInfoProto *value_info_copy(const Onnx__ValueInfoProto *src, const char *name)
+{
+    Onnx__ValueInfoProto *vi = malloc(sizeof *vi);
+    if (!vi)
+        return NULL;
+    onnx__value_info_proto__init(vi);
+    /* a deep copy through the wire format keeps every field of the type */
+    size_t size = src->type ? onnx__type_proto__get_packed_size(src->type) : 0;
+    unsigned char *buf = malloc(size ? size : 1);
+    if (buf && src->type) {
+        onnx__type_proto__pack(src->type, buf);
+        vi->type = onnx__type_proto__unpack(NULL, size, buf);
+    }
+    free(buf);
+    if ((src->type && !vi->type) || !set_string(&vi->name, name)) {
+        protobuf_c_message_free_unpacked(&vi->base, NULL);
+        return NULL;
+    }
+    return vi;
+}
+
+Onnx__TensorProto *tensor_shell_new(const char *name, int32_t elem_type, const int64_t *dims,
+                                    size_t rank)
+{
+    Onnx__TensorProto *t = malloc(sizeof *t);
+    if (!t)
+        return NULL;
+    onnx__tensor_proto__init(t);
+    t->has_data_type = 1;
+    t->data_type = elem_type;
+    t->dims = malloc((rank ? rank : 1) * sizeof *t->dims);
+    if (!t->dims || !set_string(&t->name, name)) {
+        protobuf_c_message_free_unpacked(&t->base, NULL);
+        return NULL;
+    }
+    t->n_dims = rank;
+    if (rank)
+        memcpy(t->dims, dims, rank * sizeof *t->dims);
+    return t;
+}
+
+Onnx__StringStringEntryProto *string_entry_new(const char *key)
+{
+    Onnx__StringStringEntryProto *e = malloc(sizeof *e);
+    if (!e)
+        return NULL;
+    onnx__string_string_entry_proto__init(e);
+    if (!set_string(&e->key, key)) {
+        free(e);
+        return NULL;
+    }
+    return e;
 }

@@ -3,8 +3,12 @@
  * protobuf-c releases a parsed model with free_unpacked(), which free()s every
  * string, array and sub-message it finds. Everything added to a model must
  * therefore be allocated with malloc() (never a string literal or a pointer
- * borrowed from elsewhere), and these helpers are the only place that does it.
- * Each returns NULL/false when out of memory and leaves its target unchanged. */
+ * borrowed from elsewhere), and these helpers are the only place that does it:
+ * the passes, the tests' model builder (tests/unit/model_builder.c) and the
+ * bad-model generator (tests/tools/make_bad_models.c) all build through them.
+ * Each returns NULL/false when out of memory and leaves its target unchanged;
+ * a message handed to a function that "takes" it belongs to the target
+ * afterwards, or is freed when the call fails. */
 #ifndef RNNSTATE_ONNX_BUILD_H
 #define RNNSTATE_ONNX_BUILD_H
 
@@ -35,6 +39,16 @@ bool append_ptr(void ***array, size_t *count, void *item);
 
 /* Appends a malloc'd copy of s to a repeated string field. */
 bool append_string(char ***array, size_t *count, const char *s);
+/* Appends each name of a comma-separated list ("X,W,R,,,h0": six names, two
+ * of them empty); "" and NULL append nothing. */
+bool append_list(char ***array, size_t *count, const char *list);
+
+/* A model with one opset import (the default domain at `opset`), the given
+ * ir_version and producer, and an empty graph named `graph_name`. */
+Onnx__ModelProto *model_new(int64_t ir_version, int64_t opset, const char *producer,
+                            const char *graph_name);
+/* An empty graph; `name` NULL leaves it unnamed. */
+Onnx__GraphProto *graph_new(const char *name);
 
 /* Sets node->input[slot] (or output) to name, padding missing optional
  * slots with "". */
@@ -45,9 +59,22 @@ bool node_set_output(Onnx__NodeProto *node, size_t slot, const char *name);
 const char *node_input(const Onnx__NodeProto *node, size_t slot);
 const char *node_output(const Onnx__NodeProto *node, size_t slot);
 
-/* A new node; inputs/outputs are appended with append_string(). */
+/* A new node; inputs/outputs are appended with append_string(). NULL
+ * op_type or name leave the field absent. */
 Onnx__NodeProto *node_new(const char *op_type, const char *name);
+
+/* Attributes, appended to the node: an attribute of `type` holding no value
+ * yet (the caller fills it), or one of the usual kinds. The tensor and graph
+ * attributes take `t` and `g`. */
+Onnx__AttributeProto *node_add_attr(Onnx__NodeProto *node, const char *name,
+                                    Onnx__AttributeProto__AttributeType type);
 bool node_add_int_attr(Onnx__NodeProto *node, const char *name, int64_t value);
+bool node_add_ints_attr(Onnx__NodeProto *node, const char *name, const int64_t *values,
+                        size_t n);
+bool node_add_float_attr(Onnx__NodeProto *node, const char *name, float value);
+bool node_add_string_attr(Onnx__NodeProto *node, const char *name, const char *value);
+bool node_add_tensor_attr(Onnx__NodeProto *node, const char *name, Onnx__TensorProto *t);
+bool node_add_graph_attr(Onnx__NodeProto *node, const char *name, Onnx__GraphProto *g);
 
 const Onnx__AttributeProto *node_attr(const Onnx__NodeProto *node, const char *name);
 /* The attribute's integer, or `fallback` when it is absent or not an INT. */
@@ -59,6 +86,20 @@ const char *node_attr_string(const Onnx__NodeProto *node, const char *name, char
 /* A new tensor-typed ValueInfo with the given element type and shape. */
 Onnx__ValueInfoProto *value_info_new(const char *name, int32_t elem_type, const dim_info *dims,
                                      size_t rank);
+/* The same from a shape written as text: "T,batch,3" (numbers are fixed
+ * sizes, negative ones included; other words symbolic), "?" a dimension with
+ * neither, "" rank 0, NULL no shape at all. `name` NULL leaves the name out,
+ * `elem_type` negative the whole type. */
+Onnx__ValueInfoProto *value_info_from_text(const char *name, int32_t elem_type, const char *dims);
+/* A copy of `src` (its type, every field of it) under another name. */
+Onnx__ValueInfoProto *value_info_copy(const Onnx__ValueInfoProto *src, const char *name);
+
+/* A tensor with a name, element type and dims, and no data yet. */
+Onnx__TensorProto *tensor_shell_new(const char *name, int32_t elem_type, const int64_t *dims,
+                                    size_t rank);
+
+/* A metadata_props entry with that key and no value. */
+Onnx__StringStringEntryProto *string_entry_new(const char *key);
 
 /* The tensor shape declared by a ValueInfo, or NULL. */
 const Onnx__TensorShapeProto *value_info_shape(const Onnx__ValueInfoProto *vi);

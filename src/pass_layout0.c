@@ -24,23 +24,9 @@ static Onnx__NodeProto *transpose(rewrite_ctx *ctx, const char *in, const char *
     char *name = name_registry_unique(&ctx->names, out);
     Onnx__NodeProto *node = name ? node_new("Transpose", name) : NULL;
     free(name);
-    Onnx__AttributeProto *attr = node ? malloc(sizeof *attr) : NULL;
-    int64_t *ints = attr ? malloc(rank * sizeof *ints) : NULL;
-    bool ok = ints && append_string(&node->input, &node->n_input, in) &&
-              append_string(&node->output, &node->n_output, out);
-    if (attr) {
-        onnx__attribute_proto__init(attr);
-        attr->has_type = 1;
-        attr->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-        attr->ints = ints;
-        attr->n_ints = ints ? rank : 0;
-        if (ints)
-            memcpy(ints, perm, rank * sizeof *ints);
-        ok = ok && set_string(&attr->name, "perm") &&
-             APPEND_PTR(&node->attribute, &node->n_attribute, attr);
-        if (!ok)
-            protobuf_c_message_free_unpacked(&attr->base, NULL);
-    }
+    bool ok = node && append_string(&node->input, &node->n_input, in) &&
+              append_string(&node->output, &node->n_output, out) &&
+              node_add_ints_attr(node, "perm", perm, rank);
     if (!ok && node) {
         protobuf_c_message_free_unpacked(&node->base, NULL);
         node = NULL;

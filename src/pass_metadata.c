@@ -46,11 +46,8 @@ static Onnx__StringStringEntryProto *metadata_entry(Onnx__ModelProto *m, const c
     for (size_t i = 0; i < m->n_metadata_props; i++)
         if (!strcmp(str_or_empty(m->metadata_props[i]->key), key))
             return m->metadata_props[i];
-    Onnx__StringStringEntryProto *e = malloc(sizeof *e);
-    if (!e)
-        return NULL;
-    onnx__string_string_entry_proto__init(e);
-    if (!set_string(&e->key, key) || !APPEND_PTR(&m->metadata_props, &m->n_metadata_props, e)) {
+    Onnx__StringStringEntryProto *e = string_entry_new(key);
+    if (e && !APPEND_PTR(&m->metadata_props, &m->n_metadata_props, e)) {
         protobuf_c_message_free_unpacked(&e->base, NULL);
         return NULL;
     }

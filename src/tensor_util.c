@@ -193,23 +193,16 @@ static Onnx__TensorProto *tensor_alloc(const char *name, int32_t elem_type, cons
 {
     if (data_size > RNNSTATE_MAX_CREATED_TENSOR_BYTES)
         return NULL;
-    Onnx__TensorProto *t = malloc(sizeof *t);
+    Onnx__TensorProto *t = tensor_shell_new(name, elem_type, dims, rank);
     if (!t)
         return NULL;
-    onnx__tensor_proto__init(t);
-    t->has_data_type = 1;
-    t->data_type = elem_type;
     t->has_raw_data = 1;
     t->raw_data.len = data_size;
     t->raw_data.data = malloc(data_size ? data_size : 1);
-    t->dims = malloc((rank ? rank : 1) * sizeof(int64_t));
-    if (!t->raw_data.data || !t->dims || !set_string(&t->name, name)) {
+    if (!t->raw_data.data) {
         protobuf_c_message_free_unpacked(&t->base, NULL);
         return NULL;
     }
-    t->n_dims = rank;
-    if (rank)
-        memcpy(t->dims, dims, rank * sizeof(int64_t));
     return t;
 }
 

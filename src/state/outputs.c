@@ -272,22 +272,8 @@ static rnnstate_status declare_like_input(rewrite_ctx *ctx, const char *input, c
 {
     const value_entry *e = graph_index_find(&ctx->scopes.scopes[0]->index, input);
     Onnx__ValueInfoProto *src = ctx->graph->input[e->graph_input];
-    Onnx__ValueInfoProto *vi = malloc(sizeof *vi);
-    if (!vi)
-        return ctx_oom(ctx);
-    onnx__value_info_proto__init(vi);
-    /* a deep copy through the wire format keeps every field of the type */
-    size_t size = src->type ? onnx__type_proto__get_packed_size(src->type) : 0;
-    unsigned char *buf = malloc(size ? size : 1);
-    if (buf && src->type) {
-        onnx__type_proto__pack(src->type, buf);
-        vi->type = onnx__type_proto__unpack(NULL, size, buf);
-    }
-    free(buf);
-    bool ok = (!src->type || vi->type) && set_string(&vi->name, out);
-    if (!ok)
-        protobuf_c_message_free_unpacked(&vi->base, NULL);
-    return ok && scope_add_output(ctx->scopes.scopes[0], vi) ? RNNSTATE_OK : ctx_oom(ctx);
+    Onnx__ValueInfoProto *vi = value_info_copy(src, out);
+    return vi && scope_add_output(ctx->scopes.scopes[0], vi) ? RNNSTATE_OK : ctx_oom(ctx);
 }
 
 rnnstate_status assemble_sliced_states(rewrite_ctx *ctx, pending_slot *pending, size_t n,
