@@ -447,7 +447,7 @@ Onnx__TensorProto *tensor_shell_new(const char *name, int32_t elem_type, const i
     t->has_data_type = 1;
     t->data_type = elem_type;
     t->dims = malloc((rank ? rank : 1) * sizeof *t->dims);
-    if (!t->dims || !set_string(&t->name, name)) {
+    if (!t->dims || (name && !set_string(&t->name, name))) {
         protobuf_c_message_free_unpacked(&t->base, NULL);
         return NULL;
     }

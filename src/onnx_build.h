@@ -94,7 +94,7 @@ Onnx__ValueInfoProto *value_info_from_text(const char *name, int32_t elem_type, 
 /* A copy of `src` (its type, every field of it) under another name. */
 Onnx__ValueInfoProto *value_info_copy(const Onnx__ValueInfoProto *src, const char *name);
 
-/* A tensor with a name, element type and dims, and no data yet. */
+/* A tensor with a name (NULL: none), element type and dims, and no data yet. */
 Onnx__TensorProto *tensor_shell_new(const char *name, int32_t elem_type, const int64_t *dims,
                                     size_t rank);
 

@@ -24,8 +24,11 @@
  * with anything but a refusal (RNNSTATE_ERR_INVALID, _ARGUMENT, _NOMEM);
  * a rewritten model that cannot be serialized, or whose serialized bytes the
  * library refuses to load again, or that fails rnnstate_model_check against
- * its own report; a second rewrite of the re-loaded model that fails. */
+ * its own report when the input passed the same structural check (a graph
+ * out of order or reading undefined values stays so: the rewrite does not
+ * sort graphs); a second rewrite of the re-loaded model that fails. */
 #define _GNU_SOURCE /* memfd_create */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +153,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rnnstate_options_init(&options);
     options.state_inputs =
         route & 1 ? RNNSTATE_STATE_INPUTS_REQUIRED : RNNSTATE_STATE_INPUTS_OPTIONAL;
+    const rnnstate_report no_pairs = { 0 };
+    bool input_well_formed = rnnstate_model_check(model, &no_pairs, &err) == RNNSTATE_OK;
     rnnstate_report *report = NULL;
     st = rnnstate_rewrite(model, &options, &report, &err);
     if (st != RNNSTATE_OK) {
@@ -178,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st != RNNSTATE_OK)
         bug("the library refuses to load the model it wrote", &err);
     st = rnnstate_model_check(again, report, &err);
-    if (st != RNNSTATE_OK)
+    if (st != RNNSTATE_OK && input_well_formed)
         bug("the written model fails --check against its own report", &err);
     rnnstate_report_free(report);
 

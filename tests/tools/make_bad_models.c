@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_builder.h"
 #include "onnx.pb-c.h"
+#include "onnx_build.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -38,232 +40,29 @@ static void die(const char *fmt, ...)
     exit(2);
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        die("out of memory");
-    return p;
-}
+#define xmalloc mb_must_malloc
 
-static char *xstrdup(const char *s)
+/* Appends to a repeated message field of a model being built. */
+static void push(void ***array, size_t *count, void *item)
 {
-    char *p = xmalloc(strlen(s) + 1);
-    strcpy(p, s);
-    return p;
-}
-
-static void push(void ***arr, size_t *n, void *item)
-{
-    void **grown = realloc(*arr, (*n + 1) * sizeof *grown);
-    if (!grown)
+    if (!append_ptr(array, count, item))
         die("out of memory");
-    grown[(*n)++] = item;
-    *arr = grown;
 }
 #define PUSH(arr, n, item) push((void ***)&(arr), &(n), (item))
 
-/* Growable arrays that double, for graphs with hundreds of thousands of nodes. */
-typedef struct vec {
-    void **items;
-    size_t n, cap;
-} vec;
-
-static void vec_push(vec *v, void *item)
-{
-    if (v->n == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 16;
-        v->items = realloc(v->items, v->cap * sizeof *v->items);
-        if (!v->items)
-            die("out of memory");
-    }
-    v->items[v->n++] = item;
-}
-
-/* ---- building models ---------------------------------------------------- */
+/* ---- building models: tests/unit/model_builder.c, on the library's onnx_build.c ---- */
 
 enum { F32 = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, I64 = ONNX__TENSOR_PROTO__DATA_TYPE__INT64 };
 
-static Onnx__GraphProto *new_graph(const char *name)
-{
-    Onnx__GraphProto *g = xmalloc(sizeof *g);
-    onnx__graph_proto__init(g);
-    g->name = xstrdup(name);
-    return g;
-}
-
 static Onnx__ModelProto *new_model(int64_t opset)
 {
-    Onnx__ModelProto *m = xmalloc(sizeof *m);
-    onnx__model_proto__init(m);
-    m->has_ir_version = 1;
-    m->ir_version = 8;
-    m->producer_name = xstrdup("make-bad-models");
-    Onnx__OperatorSetIdProto *op = xmalloc(sizeof *op);
-    onnx__operator_set_id_proto__init(op);
-    op->domain = xstrdup("");
-    op->has_version = 1;
-    op->version = opset;
-    PUSH(m->opset_import, m->n_opset_import, op);
-    m->graph = new_graph("g");
-    return m;
+    return mb_new(8, opset);
 }
 
-/* A tensor type; dims is a comma-separated list: a number (a fixed size,
- * which may be negative or absurd), "?" (a dimension without value), or
- * anything else (a symbolic dimension). dims NULL: no shape at all. */
-static Onnx__TypeProto *tensor_type(int32_t elem, const char *dims)
-{
-    Onnx__TypeProto *t = xmalloc(sizeof *t);
-    onnx__type_proto__init(t);
-    Onnx__TypeProto__Tensor *tt = xmalloc(sizeof *tt);
-    onnx__type_proto__tensor__init(tt);
-    tt->has_elem_type = 1;
-    tt->elem_type = elem;
-    t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
-    t->tensor_type = tt;
-    if (!dims)
-        return t;
-    Onnx__TensorShapeProto *shape = xmalloc(sizeof *shape);
-    onnx__tensor_shape_proto__init(shape);
-    tt->shape = shape;
-    char *copy = xstrdup(dims), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        Onnx__TensorShapeProto__Dimension *d = xmalloc(sizeof *d);
-        onnx__tensor_shape_proto__dimension__init(d);
-        char *end;
-        errno = 0;
-        long long v = strtoll(tok, &end, 0);
-        if (!strcmp(tok, "?")) {
-            /* no value */
-        } else if (*end == '\0' && end != tok && errno == 0) {
-            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-            d->dim_value = v;
-        } else {
-            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            d->dim_param = xstrdup(tok);
-        }
-        PUSH(shape->dim, shape->n_dim, d);
-    }
-    free(copy);
-    return t;
-}
-
-static Onnx__ValueInfoProto *value_info(const char *name, int32_t elem, const char *dims)
-{
-    Onnx__ValueInfoProto *vi = xmalloc(sizeof *vi);
-    onnx__value_info_proto__init(vi);
-    if (name)
-        vi->name = xstrdup(name);
-    if (elem >= 0)
-        vi->type = tensor_type(elem, dims);
-    return vi;
-}
-
-static void add_input(Onnx__GraphProto *g, const char *name, int32_t elem, const char *dims)
-{
-    PUSH(g->input, g->n_input, value_info(name, elem, dims));
-}
-
-static void add_output(Onnx__GraphProto *g, const char *name, int32_t elem, const char *dims)
-{
-    PUSH(g->output, g->n_output, value_info(name, elem, dims));
-}
-
-static void split_into(const char *list, char ***arr, size_t *n)
-{
-    if (!list)
-        return;
-    const char *p = list;
-    for (;;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        char *s = xmalloc(len + 1);
-        memcpy(s, p, len);
-        s[len] = '\0';
-        PUSH(*arr, *n, s);
-        if (!comma)
-            break;
-        p = comma + 1;
-    }
-}
-
-/* inputs and outputs: comma-separated names; "" entries are empty names. */
-static Onnx__NodeProto *make_node(const char *op, const char *name, const char *inputs,
-                                  const char *outputs)
-{
-    Onnx__NodeProto *n = xmalloc(sizeof *n);
-    onnx__node_proto__init(n);
-    if (op)
-        n->op_type = xstrdup(op);
-    if (name)
-        n->name = xstrdup(name);
-    split_into(inputs, &n->input, &n->n_input);
-    split_into(outputs, &n->output, &n->n_output);
-    return n;
-}
-
-static Onnx__NodeProto *add_node(Onnx__GraphProto *g, const char *op, const char *name,
-                                 const char *inputs, const char *outputs)
-{
-    Onnx__NodeProto *n = make_node(op, name, inputs, outputs);
-    PUSH(g->node, g->n_node, n);
-    return n;
-}
-
-static Onnx__AttributeProto *new_attr(Onnx__NodeProto *n, const char *name,
-                                      Onnx__AttributeProto__AttributeType type)
-{
-    Onnx__AttributeProto *a = xmalloc(sizeof *a);
-    onnx__attribute_proto__init(a);
-    a->name = xstrdup(name);
-    a->has_type = 1;
-    a->type = type;
-    PUSH(n->attribute, n->n_attribute, a);
-    return a;
-}
-
-static void attr_i(Onnx__NodeProto *n, const char *name, int64_t v)
-{
-    Onnx__AttributeProto *a = new_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
-    a->has_i = 1;
-    a->i = v;
-}
-
-static void attr_f(Onnx__NodeProto *n, const char *name, float v)
-{
-    Onnx__AttributeProto *a = new_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
-    a->has_f = 1;
-    a->f = v;
-}
-
-static void attr_s(Onnx__NodeProto *n, const char *name, const char *v)
-{
-    Onnx__AttributeProto *a = new_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-    a->has_s = 1;
-    a->s.len = strlen(v);
-    a->s.data = (uint8_t *)xstrdup(v);
-}
-
-static void attr_g(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g)
-{
-    Onnx__AttributeProto *a = new_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
-    a->g = g;
-}
-
-/* A tensor with dims and, when `fill` is not NULL, raw float data of that value. */
+/* A tensor with dims and no data; `name` NULL leaves it unnamed. */
 static Onnx__TensorProto *tensor(const char *name, int32_t elem, size_t rank, const int64_t *dims)
 {
-    Onnx__TensorProto *t = xmalloc(sizeof *t);
-    onnx__tensor_proto__init(t);
-    if (name)
-        t->name = xstrdup(name);
-    t->has_data_type = 1;
-    t->data_type = elem;
-    t->n_dims = rank;
-    t->dims = xmalloc(rank * sizeof *t->dims);
-    memcpy(t->dims, dims, rank * sizeof *dims);
-    return t;
+    return mb_must(tensor_shell_new(name, elem, dims, rank));
 }
 
 static size_t count_of(size_t rank, const int64_t *dims)
@@ -290,10 +89,10 @@ static Onnx__TensorProto *add_init_f32(Onnx__GraphProto *g, const char *name, si
 {
     Onnx__TensorProto *t = tensor(name, F32, rank, dims);
     set_raw_f32(t, count_of(rank, dims), first, step);
-    PUSH(g->initializer, g->n_initializer, t);
-    return t;
+    return mb_graph_initializer(g, t);
 }
 
+/* int64 values in int64_data (not raw_data), as some exporters write them. */
 static Onnx__TensorProto *add_init_i64(Onnx__GraphProto *g, const char *name, size_t n,
                                        const int64_t *values)
 {
@@ -302,8 +101,7 @@ static Onnx__TensorProto *add_init_i64(Onnx__GraphProto *g, const char *name, si
     t->n_int64_data = n;
     t->int64_data = xmalloc(n * sizeof *t->int64_data);
     memcpy(t->int64_data, values, n * sizeof *values);
-    PUSH(g->initializer, g->n_initializer, t);
-    return t;
+    return mb_graph_initializer(g, t);
 }
 
 static int gates_of(const char *op)
@@ -340,28 +138,28 @@ static Onnx__NodeProto *add_rnn(Onnx__ModelProto *m, const rnn_spec *s)
     Onnx__GraphProto *g = m->graph;
     int64_t d = s->directions ? s->directions : 1, gates = gates_of(s->op);
     if (s->xdims || !s->inputs)
-        add_input(g, "X", F32, s->xdims);
+        mb_graph_input(g, "X", F32, s->xdims);
     if (s->weights_declared_only) {
         char w[128], r[128];
         snprintf(w, sizeof w, "%lld,%lld,%lld", (long long)d, (long long)sat_mul(gates, s->h),
                  (long long)s->input);
         snprintf(r, sizeof r, "%lld,%lld,%lld", (long long)d, (long long)sat_mul(gates, s->h),
                  (long long)s->h);
-        add_input(g, "W", F32, w);
-        add_input(g, "R", F32, r);
+        mb_graph_input(g, "W", F32, w);
+        mb_graph_input(g, "R", F32, r);
     } else {
         int64_t wd[3] = { d, gates * s->h, s->input }, rd[3] = { d, gates * s->h, s->h };
         add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
         add_init_f32(g, "R", 3, rd, -0.02f, 0.0005f);
     }
-    Onnx__NodeProto *n = add_node(g, s->op, s->name ? s->name : "rnn", s->inputs ? s->inputs : "X,W,R",
+    Onnx__NodeProto *n = mb_graph_node(g, s->op, s->name ? s->name : "rnn", s->inputs ? s->inputs : "X,W,R",
                                   s->outputs ? s->outputs : "Y");
     if (s->hidden_attr)
-        attr_i(n, "hidden_size", s->attr_value);
+        mb_attr_int(n, "hidden_size", s->attr_value);
     if (d == 2)
-        attr_s(n, "direction", "bidirectional");
+        mb_attr_string(n, "direction", "bidirectional");
     if (!s->outputs)
-        add_output(g, "Y", F32, NULL);
+        mb_graph_output(g, "Y", F32, NULL);
     return n;
 }
 
@@ -592,11 +390,11 @@ static Onnx__ModelProto *gru_named_slots(void)
      * a value, so the generated names must step aside */
     Onnx__ModelProto *m = plain_rnn("GRU");
     Onnx__GraphProto *g = m->graph;
-    add_input(g, "GRU_0_initial_h", F32, "1,2,8");
-    add_node(g, "Relu", "r1", "GRU_0_initial_h", "relu_out");
-    add_output(g, "relu_out", F32, "1,2,8");
-    add_node(g, "Relu", "r2", "X", "GRU_0_Y_h");
-    add_output(g, "GRU_0_Y_h", F32, NULL);
+    mb_graph_input(g, "GRU_0_initial_h", F32, "1,2,8");
+    mb_graph_node(g, "Relu", "r1", "GRU_0_initial_h", "relu_out");
+    mb_graph_output(g, "relu_out", F32, "1,2,8");
+    mb_graph_node(g, "Relu", "r2", "X", "GRU_0_Y_h");
+    mb_graph_output(g, "GRU_0_Y_h", F32, NULL);
     return m;
 }
 
@@ -664,34 +462,34 @@ static Onnx__ModelProto *nested_if_model(long levels, int drop_else)
 {
     Onnx__ModelProto *m = new_model(17);
     Onnx__GraphProto *g = m->graph;
-    add_input(g, "X", F32, "T,2,4");
-    add_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    mb_graph_input(g, "X", F32, "T,2,4");
+    mb_graph_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
     int64_t wd[3] = { 1, 32, 4 }, rd[3] = { 1, 32, 8 };
     add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
     add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
-    Onnx__GraphProto *inner = new_graph("inner");
-    Onnx__NodeProto *lstm = add_node(inner, "LSTM", "deep_lstm", "X,W,R", "Y");
-    attr_i(lstm, "hidden_size", 8);
-    PUSH(inner->output, inner->n_output, value_info("Y", F32, NULL));
+    Onnx__GraphProto *inner = mb_graph_new("inner");
+    Onnx__NodeProto *lstm = mb_graph_node(inner, "LSTM", "deep_lstm", "X,W,R", "Y");
+    mb_attr_int(lstm, "hidden_size", 8);
+    PUSH(inner->output, inner->n_output, mb_value_info_new("Y", F32, NULL));
     for (long i = 0; i < levels; i++) {
         char out[32], name[32];
         snprintf(out, sizeof out, "if_out_%ld", i);
         snprintf(name, sizeof name, "if_%ld", i);
-        Onnx__GraphProto *outer = i + 1 < levels ? new_graph("branch") : g;
-        Onnx__NodeProto *node = add_node(outer, "If", name, "cond", out);
-        attr_g(node, "then_branch", inner);
+        Onnx__GraphProto *outer = i + 1 < levels ? mb_graph_new("branch") : g;
+        Onnx__NodeProto *node = mb_graph_node(outer, "If", name, "cond", out);
+        mb_attr_graph_take(node, "then_branch", inner);
         if (!(drop_else && outer == g)) {
-            Onnx__GraphProto *other = new_graph("else");
+            Onnx__GraphProto *other = mb_graph_new("else");
             char else_out[32];
             snprintf(else_out, sizeof else_out, "else_out_%ld", i);
-            add_node(other, "Identity", NULL, "X", else_out);
-            PUSH(other->output, other->n_output, value_info(else_out, F32, NULL));
-            attr_g(node, "else_branch", other);
+            mb_graph_node(other, "Identity", NULL, "X", else_out);
+            PUSH(other->output, other->n_output, mb_value_info_new(else_out, F32, NULL));
+            mb_attr_graph_take(node, "else_branch", other);
         }
         if (outer != g)
-            PUSH(outer->output, outer->n_output, value_info(out, F32, NULL));
+            PUSH(outer->output, outer->n_output, mb_value_info_new(out, F32, NULL));
         else
-            add_output(g, out, F32, NULL);
+            mb_graph_output(g, out, F32, NULL);
         inner = outer;
     }
     return m;
@@ -764,8 +562,9 @@ static void hidden_variant(const char *path, int64_t attr, int with_attr, int r_
         Onnx__GraphProto *g = m->graph;
         for (size_t i = 0; i < g->n_input; i++)
             if (!strcmp(g->input[i]->name, "R")) {
-                onnx__type_proto__free_unpacked(g->input[i]->type, NULL);
-                g->input[i]->type = tensor_type(F32, NULL);
+                Onnx__TypeProto__Tensor *tt = g->input[i]->type->tensor_type;
+                onnx__tensor_shape_proto__free_unpacked(tt->shape, NULL);
+                tt->shape = NULL;
             }
     }
     write_model(path, m);
@@ -808,11 +607,11 @@ static void c_r_negative_dim(const char *path, long n)
     (void)n;
     Onnx__ModelProto *m = new_model(17);
     Onnx__GraphProto *g = m->graph;
-    add_input(g, "X", F32, "T,2,4");
-    add_input(g, "W", F32, "1,24,4");
-    add_input(g, "R", F32, "1,24,-8");
-    add_node(g, "GRU", "gru", "X,W,R", "Y");
-    add_output(g, "Y", F32, NULL);
+    mb_graph_input(g, "X", F32, "T,2,4");
+    mb_graph_input(g, "W", F32, "1,24,4");
+    mb_graph_input(g, "R", F32, "1,24,-8");
+    mb_graph_node(g, "GRU", "gru", "X,W,R", "Y");
+    mb_graph_output(g, "Y", F32, NULL);
     write_model(path, m);
 }
 
@@ -853,12 +652,12 @@ static void c_x_no_type(const char *path, long n)
     (void)n;
     Onnx__ModelProto *m = new_model(17);
     Onnx__GraphProto *g = m->graph;
-    PUSH(g->input, g->n_input, value_info("X", -1, NULL));
+    PUSH(g->input, g->n_input, mb_value_info_new("X", -1, NULL));
     int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
     add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
     add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
-    add_node(g, "GRU", "gru", "X,W,R", "Y");
-    add_output(g, "Y", F32, NULL);
+    mb_graph_node(g, "GRU", "gru", "X,W,R", "Y");
+    mb_graph_output(g, "Y", F32, NULL);
     write_model(path, m);
 }
 
@@ -876,9 +675,9 @@ static void c_no_inputs(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = new_model(17);
-    Onnx__NodeProto *node = add_node(m->graph, "GRU", "gru", NULL, "Y");
-    attr_i(node, "hidden_size", 8);
-    add_output(m->graph, "Y", F32, NULL);
+    Onnx__NodeProto *node = mb_graph_node(m->graph, "GRU", "gru", NULL, "Y");
+    mb_attr_int(node, "hidden_size", 8);
+    mb_graph_output(m->graph, "Y", F32, NULL);
     write_model(path, m);
 }
 
@@ -915,9 +714,9 @@ static void c_wrong_attr_types(const char *path, long n)
     Onnx__ModelProto *m = new_model(17);
     rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4 };
     Onnx__NodeProto *node = add_rnn(m, &s);
-    attr_s(node, "hidden_size", "eight");
-    attr_i(node, "direction", 2);
-    attr_f(node, "layout", 1.0f);
+    mb_attr_string(node, "hidden_size", "eight");
+    mb_attr_int(node, "direction", 2);
+    mb_attr_float(node, "layout", 1.0f);
     write_model(path, m);
 }
 
@@ -933,14 +732,14 @@ static void c_attr_type_mismatch(const char *path, long n)
     a->has_f = 1;
     a->f = 8.0f;
     /* direction: type STRING without s */
-    new_attr(node, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+    mb_attr(node, "direction", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
     /* layout: type INTS, no ints */
-    new_attr(node, "layout", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    mb_attr(node, "layout", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
     /* an If elsewhere whose then_branch is typed GRAPH but has no graph */
-    add_input(m->graph, "c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
-    Onnx__NodeProto *iff = add_node(m->graph, "If", "if", "c", "o");
-    new_attr(iff, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
-    new_attr(iff, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS);
+    mb_graph_input(m->graph, "c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    Onnx__NodeProto *iff = mb_graph_node(m->graph, "If", "if", "c", "o");
+    mb_attr(iff, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+    mb_attr(iff, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS);
     write_model(path, m);
 }
 
@@ -948,8 +747,8 @@ static void c_direction_bogus(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = plain_rnn("RNN");
-    attr_s(m->graph->node[0], "direction", "sideways");
-    attr_i(m->graph->node[0], "layout", 7);
+    mb_attr_string(m->graph->node[0], "direction", "sideways");
+    mb_attr_int(m->graph->node[0], "layout", 7);
     write_model(path, m);
 }
 
@@ -959,9 +758,9 @@ static void c_null_strings(const char *path, long n)
     (void)n;
     Onnx__ModelProto *m = plain_rnn("LSTM");
     Onnx__GraphProto *g = m->graph;
-    add_node(g, NULL, NULL, "X", "");
-    PUSH(g->input, g->n_input, value_info(NULL, F32, "1"));
-    PUSH(g->value_info, g->n_value_info, value_info(NULL, -1, NULL));
+    mb_graph_node(g, NULL, NULL, "X", "");
+    PUSH(g->input, g->n_input, mb_value_info_new(NULL, F32, "1"));
+    PUSH(g->value_info, g->n_value_info, mb_value_info_new(NULL, -1, NULL));
     int64_t d[1] = { 1 };
     Onnx__TensorProto *t = tensor(NULL, F32, 1, d);
     PUSH(g->initializer, g->n_initializer, t);
@@ -978,8 +777,8 @@ static void c_dup_value(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = plain_rnn("GRU");
-    add_node(m->graph, "Relu", "a", "X", "x");
-    add_node(m->graph, "Sigmoid", "b", "X", "x");
+    mb_graph_node(m->graph, "Relu", "a", "X", "x");
+    mb_graph_node(m->graph, "Sigmoid", "b", "X", "x");
     write_model(path, m);
 }
 
@@ -987,7 +786,7 @@ static void c_dup_input(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = plain_rnn("GRU");
-    add_input(m->graph, "X", F32, "T,2,4");
+    mb_graph_input(m->graph, "X", F32, "T,2,4");
     write_model(path, m);
 }
 
@@ -1004,7 +803,7 @@ static void c_dup_output(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = plain_rnn("GRU");
-    add_output(m->graph, "Y", F32, NULL);
+    mb_graph_output(m->graph, "Y", F32, NULL);
     write_model(path, m);
 }
 
@@ -1013,7 +812,7 @@ static void c_node_overwrites_input(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = plain_rnn("GRU");
-    add_node(m->graph, "Relu", "a", "Y", "X");
+    mb_graph_node(m->graph, "Relu", "a", "Y", "X");
     write_model(path, m);
 }
 
@@ -1028,8 +827,8 @@ static void c_collide_twice(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = gru_named_slots();
-    add_node(m->graph, "Relu", "r3", "X", "GRU_0_initial_h_1");
-    add_output(m->graph, "GRU_0_initial_h_1", F32, NULL);
+    mb_graph_node(m->graph, "Relu", "r3", "X", "GRU_0_initial_h_1");
+    mb_graph_output(m->graph, "GRU_0_initial_h_1", F32, NULL);
     write_model(path, m);
 }
 
@@ -1039,17 +838,17 @@ static void c_collide_subgraph(const char *path, long n)
     (void)n;
     Onnx__ModelProto *m = plain_rnn("GRU");
     Onnx__GraphProto *g = m->graph;
-    add_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
-    Onnx__GraphProto *then = new_graph("then");
-    add_node(then, "Relu", "inner", "X", "GRU_0_initial_h");
-    PUSH(then->output, then->n_output, value_info("GRU_0_initial_h", F32, NULL));
-    Onnx__GraphProto *other = new_graph("else");
-    add_node(other, "Sigmoid", "inner2", "X", "GRU_0_Y_h");
-    PUSH(other->output, other->n_output, value_info("GRU_0_Y_h", F32, NULL));
-    Onnx__NodeProto *iff = add_node(g, "If", "if", "cond", "if_out");
-    attr_g(iff, "then_branch", then);
-    attr_g(iff, "else_branch", other);
-    add_output(g, "if_out", F32, NULL);
+    mb_graph_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    Onnx__GraphProto *then = mb_graph_new("then");
+    mb_graph_node(then, "Relu", "inner", "X", "GRU_0_initial_h");
+    PUSH(then->output, then->n_output, mb_value_info_new("GRU_0_initial_h", F32, NULL));
+    Onnx__GraphProto *other = mb_graph_new("else");
+    mb_graph_node(other, "Sigmoid", "inner2", "X", "GRU_0_Y_h");
+    PUSH(other->output, other->n_output, mb_value_info_new("GRU_0_Y_h", F32, NULL));
+    Onnx__NodeProto *iff = mb_graph_node(g, "If", "if", "cond", "if_out");
+    mb_attr_graph_take(iff, "then_branch", then);
+    mb_attr_graph_take(iff, "else_branch", other);
+    mb_graph_output(g, "if_out", F32, NULL);
     write_model(path, m);
 }
 
@@ -1061,7 +860,7 @@ static void c_cycle_self(const char *path, long n)
     rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
                    .attr_value = 8, .inputs = "X,W,R,,,Y_h", .outputs = "Y,Y_h" };
     add_rnn(m, &s);
-    add_output(m->graph, "Y", F32, NULL);
+    mb_graph_output(m->graph, "Y", F32, NULL);
     write_model(path, m);
 }
 
@@ -1072,16 +871,16 @@ static void c_cycle_identity(const char *path, long n)
     (void)n;
     Onnx__ModelProto *m = new_model(17);
     Onnx__GraphProto *g = m->graph;
-    add_node(g, "Identity", "i1", "b", "a");
-    add_node(g, "Identity", "i2", "a", "b");
-    add_node(g, "Relu", "x1", "x2", "x1");
-    add_node(g, "Relu", "x2", "x1", "x2");
+    mb_graph_node(g, "Identity", "i1", "b", "a");
+    mb_graph_node(g, "Identity", "i2", "a", "b");
+    mb_graph_node(g, "Relu", "x1", "x2", "x1");
+    mb_graph_node(g, "Relu", "x2", "x1", "x2");
     int64_t wd[3] = { 1, 32, 4 }, rd[3] = { 1, 32, 8 };
     add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
     add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
-    Onnx__NodeProto *node = add_node(g, "LSTM", "lstm", "x1,W,R,,,a,b", "Y");
-    attr_i(node, "hidden_size", 8);
-    add_output(g, "Y", F32, NULL);
+    Onnx__NodeProto *node = mb_graph_node(g, "LSTM", "lstm", "x1,W,R,,,a,b", "Y");
+    mb_attr_int(node, "hidden_size", 8);
+    mb_graph_output(g, "Y", F32, NULL);
     write_model(path, m);
 }
 
@@ -1124,16 +923,13 @@ static void external_at(const char *path, const char *location)
     Onnx__TensorProto *t = tensor("h0", F32, 3, d);
     t->has_data_location = 1;
     t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    Onnx__StringStringEntryProto *e = xmalloc(sizeof *e);
-    onnx__string_string_entry_proto__init(e);
-    e->key = xstrdup("location");
-    e->value = xstrdup(location);
-    PUSH(t->external_data, t->n_external_data, e);
-    e = xmalloc(sizeof *e);
-    onnx__string_string_entry_proto__init(e);
-    e->key = xstrdup("length");
-    e->value = xstrdup("18446744073709551615");
-    PUSH(t->external_data, t->n_external_data, e);
+    static const char *const entries[2][2] = { { "location", NULL },
+                                               { "length", "18446744073709551615" } };
+    for (size_t i = 0; i < 2; i++) {
+        Onnx__StringStringEntryProto *e = mb_must(string_entry_new(entries[i][0]));
+        e->value = mb_must(strdup(i == 0 ? location : entries[i][1]));
+        PUSH(t->external_data, t->n_external_data, e);
+    }
     PUSH(m->graph->initializer, m->graph->n_initializer, t);
     write_model(path, m);
 }
@@ -1169,10 +965,10 @@ static void c_constant_huge_shape(const char *path, long n)
     Onnx__GraphProto *g = m->graph;
     int64_t shape[3] = { 1, (int64_t)1 << 30, (int64_t)1 << 40 };
     add_init_i64(g, "huge_shape", 3, shape);
-    add_node(g, "ConstantOfShape", "cos", "huge_shape", "h0");
+    mb_graph_node(g, "ConstantOfShape", "cos", "huge_shape", "h0");
     int64_t pd[3] = { 1, 1, 8 };
     add_init_f32(g, "pattern", 3, pd, 1.0f, 1.0f);
-    add_node(g, "Expand", "exp", "pattern,huge_shape", "c0");
+    mb_graph_node(g, "Expand", "exp", "pattern,huge_shape", "c0");
     write_model(path, m);
 }
 
@@ -1263,14 +1059,14 @@ static Onnx__ModelProto *hostile_names_model(void)
 {
     Onnx__ModelProto *m = new_model(17);
     Onnx__GraphProto *g = m->graph;
-    add_input(g, HOSTILE_X, F32, "T," HOSTILE_BATCH ",4");
+    mb_graph_input(g, HOSTILE_X, F32, "T," HOSTILE_BATCH ",4");
     int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
     add_init_f32(g, HOSTILE_W, 3, wd, 0.01f, 0.001f);
     add_init_f32(g, HOSTILE_R, 3, rd, -0.02f, 0.0005f);
-    Onnx__NodeProto *n = add_node(g, "GRU", HOSTILE_GRU, HOSTILE_X "," HOSTILE_W "," HOSTILE_R,
+    Onnx__NodeProto *n = mb_graph_node(g, "GRU", HOSTILE_GRU, HOSTILE_X "," HOSTILE_W "," HOSTILE_R,
                                   HOSTILE_Y);
-    attr_i(n, "hidden_size", 8);
-    add_output(g, HOSTILE_Y, F32, NULL);
+    mb_attr_int(n, "hidden_size", 8);
+    mb_graph_output(g, HOSTILE_Y, F32, NULL);
     return m;
 }
 
@@ -1285,7 +1081,7 @@ static void c_hostile_names_dup(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = hostile_names_model();
-    add_node(m->graph, "Relu", "dup", HOSTILE_W, HOSTILE_Y);
+    mb_graph_node(m->graph, "Relu", "dup", HOSTILE_W, HOSTILE_Y);
     write_model(path, m);
 }
 
@@ -1310,7 +1106,7 @@ static void c_big_weights(const char *path, long n)
     long count = n ? n : 1;
     Onnx__ModelProto *m = new_model(17);
     Onnx__GraphProto *g = m->graph;
-    add_input(g, "X", F32, "T,B,256");
+    mb_graph_input(g, "X", F32, "T,B,256");
     for (long i = 0; i < count; i++) {
         char w[32], r[32], b[32], y[32], name[32], inputs[128];
         snprintf(w, sizeof w, "W%ld", i);
@@ -1323,9 +1119,9 @@ static void c_big_weights(const char *path, long n)
         add_init_f32(g, r, 3, rd, -0.001f, 1e-6f);
         add_init_f32(g, b, 2, bd, 0.0f, 0.0f);
         snprintf(inputs, sizeof inputs, "X,%s,%s,%s", w, r, b);
-        Onnx__NodeProto *node = add_node(g, "GRU", name, inputs, y);
-        attr_i(node, "hidden_size", 128);
-        add_output(g, y, F32, NULL);
+        Onnx__NodeProto *node = mb_graph_node(g, "GRU", name, inputs, y);
+        mb_attr_int(node, "hidden_size", 128);
+        mb_graph_output(g, y, F32, NULL);
     }
     write_model(path, m);
 }
@@ -1383,13 +1179,12 @@ static void c_chain(const char *path, long n)
     long count = n ? n : 100000;
     Onnx__ModelProto *m = new_model(17);
     Onnx__GraphProto *g = m->graph;
-    vec nodes = { 0 };
-    add_input(g, "X", F32, "T,B,4");
+    mb_graph_input(g, "X", F32, "T,B,4");
     char in[32], out[32];
     snprintf(in, sizeof in, "X");
     for (long i = 0; i < count; i++) {
         snprintf(out, sizeof out, "x%ld", i);
-        vec_push(&nodes, make_node("Relu", out, in, out));
+        mb_graph_node(g, "Relu", out, in, out);
         snprintf(in, sizeof in, "%s", out);
     }
     char x_end[32];
@@ -1399,7 +1194,7 @@ static void c_chain(const char *path, long n)
     snprintf(in, sizeof in, "h_zero");
     for (long i = 0; i < count; i++) {
         snprintf(out, sizeof out, "h%ld", i);
-        vec_push(&nodes, make_node("Identity", out, in, out));
+        mb_graph_node(g, "Identity", out, in, out);
         snprintf(in, sizeof in, "%s", out);
     }
     int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
@@ -1407,12 +1202,9 @@ static void c_chain(const char *path, long n)
     add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
     char inputs[128];
     snprintf(inputs, sizeof inputs, "%s,W,R,,,%s", x_end, in);
-    Onnx__NodeProto *gru = make_node("GRU", "gru", inputs, "Y");
-    attr_i(gru, "hidden_size", 8);
-    vec_push(&nodes, gru);
-    add_output(g, "Y", F32, NULL);
-    g->node = (Onnx__NodeProto **)nodes.items;
-    g->n_node = nodes.n;
+    Onnx__NodeProto *gru = mb_graph_node(g, "GRU", "gru", inputs, "Y");
+    mb_attr_int(gru, "hidden_size", 8);
+    mb_graph_output(g, "Y", F32, NULL);
     write_model(path, m);
 }
 
@@ -1424,24 +1216,17 @@ static void many_grus(const char *path, long n, int same_name)
     long count = n ? n : 20000;
     Onnx__ModelProto *m = new_model(17);
     Onnx__GraphProto *g = m->graph;
-    add_input(g, "X", F32, "T,2,4");
+    mb_graph_input(g, "X", F32, "T,2,4");
     int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
     add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
     add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
-    vec nodes = { 0 }, outputs = { 0 };
     for (long i = 0; i < count; i++) {
         char name[32], y[32];
         snprintf(name, sizeof name, same_name ? "g" : "gru%ld", i);
         snprintf(y, sizeof y, "y%ld", i);
-        Onnx__NodeProto *node = make_node("GRU", name, "X,W,R", y);
-        attr_i(node, "hidden_size", 8);
-        vec_push(&nodes, node);
-        vec_push(&outputs, value_info(y, F32, NULL));
+        mb_attr_int(mb_graph_node(g, "GRU", name, "X,W,R", y), "hidden_size", 8);
+        mb_graph_output(g, y, F32, NULL);
     }
-    g->node = (Onnx__NodeProto **)nodes.items;
-    g->n_node = nodes.n;
-    g->output = (Onnx__ValueInfoProto **)outputs.items;
-    g->n_output = outputs.n;
     write_model(path, m);
 }
 

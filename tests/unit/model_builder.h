@@ -1,9 +1,11 @@
-/* model_builder: a test fixture that builds ONNX models in memory with
- * protobuf-c, runs them through the public API (load -> rewrite -> save) and
- * inspects the graph that comes back.
+/* model_builder: builds ONNX models in memory (model_builder.c, through the
+ * library's onnx_build.c; also used by tests/tools/make_bad_models.c), runs
+ * them through the public API (load -> rewrite -> save) and inspects the
+ * graph that comes back (model_run.c, with cmocka).
  *
  * Everything a builder function attaches to a model is malloc'd, so
  * protobuf_c_message_free_unpacked() (or mb_free()) releases the whole model.
+ * Builders never return NULL: running out of memory aborts.
  *
  * Shapes of value infos are written as strings: "T,batch,3" is a rank-3 shape
  * whose numeric dims are dim_values and the others dim_params; "?" is a
@@ -42,22 +44,33 @@ typedef struct mb_dims {
 
 /* ---- building ------------------------------------------------------------ */
 
+/* p, or abort when it is NULL; malloc that aborts instead of failing. */
+void *mb_must(void *p);
+void *mb_must_malloc(size_t n);
+
 /* A model with a graph named "g", the given ir_version and one opset import
  * for the default domain. */
 Onnx__ModelProto *mb_new(int64_t ir_version, int64_t opset);
 void mb_free(Onnx__ModelProto *m);
+/* An empty graph (for If branches and Loop bodies); `name` may be NULL. */
+Onnx__GraphProto *mb_graph_new(const char *name);
 
+/* `name` NULL leaves the name out, `elem_type` negative the whole type. */
 Onnx__ValueInfoProto *mb_value_info_new(const char *name, int32_t elem_type, const char *dims);
 Onnx__ValueInfoProto *mb_input(Onnx__ModelProto *m, const char *name, int32_t elem_type,
                                const char *dims);
 Onnx__ValueInfoProto *mb_output(Onnx__ModelProto *m, const char *name, int32_t elem_type,
                                 const char *dims);
-/* An output of any graph (e.g. a subgraph). */
+/* An input or output of any graph (e.g. a subgraph). */
+Onnx__ValueInfoProto *mb_graph_input(Onnx__GraphProto *g, const char *name, int32_t elem_type,
+                                     const char *dims);
 Onnx__ValueInfoProto *mb_graph_output(Onnx__GraphProto *g, const char *name, int32_t elem_type,
                                       const char *dims);
 Onnx__ValueInfoProto *mb_value_info(Onnx__ModelProto *m, const char *name, int32_t elem_type,
                                     const char *dims);
 
+/* A tensor with name, type and dims and no data. */
+Onnx__TensorProto *mb_tensor_shell(const char *name, int32_t elem_type, mb_dims dims);
 /* Tensors, stored as raw_data (little-endian) like PyTorch writes them. */
 Onnx__TensorProto *mb_tensor(const char *name, int32_t elem_type, mb_dims dims,
                              const void *data, size_t size);
@@ -70,6 +83,7 @@ Onnx__TensorProto *mb_tensor_int64(const char *name, mb_dims dims, const int64_t
 Onnx__TensorProto *mb_tensor_float_typed(const char *name, mb_dims dims, const float *values);
 
 Onnx__TensorProto *mb_initializer(Onnx__ModelProto *m, Onnx__TensorProto *t);
+Onnx__TensorProto *mb_graph_initializer(Onnx__GraphProto *g, Onnx__TensorProto *t);
 Onnx__TensorProto *mb_initializer_float(Onnx__ModelProto *m, const char *name, mb_dims dims,
                                         const float *values);
 Onnx__TensorProto *mb_initializer_filled(Onnx__ModelProto *m, const char *name,
@@ -77,7 +91,8 @@ Onnx__TensorProto *mb_initializer_filled(Onnx__ModelProto *m, const char *name,
 Onnx__TensorProto *mb_initializer_int64(Onnx__ModelProto *m, const char *name, mb_dims dims,
                                         const int64_t *values);
 
-/* Appends a node to the graph (graph order = call order). */
+/* Appends a node to the graph (graph order = call order); `op` and `name`
+ * may be NULL (the field is then absent). */
 Onnx__NodeProto *mb_node(Onnx__ModelProto *m, const char *op, const char *name,
                          const char *inputs, const char *outputs);
 Onnx__NodeProto *mb_graph_node(Onnx__GraphProto *g, const char *op, const char *name,
@@ -87,6 +102,9 @@ Onnx__NodeProto *mb_graph_node(Onnx__GraphProto *g, const char *op, const char *
 Onnx__NodeProto *mb_constant(Onnx__ModelProto *m, const char *name, const char *output,
                              Onnx__TensorProto *t);
 
+/* An attribute of `type` with no value set (the caller sets one, or not). */
+Onnx__AttributeProto *mb_attr(Onnx__NodeProto *n, const char *name,
+                              Onnx__AttributeProto__AttributeType type);
 Onnx__AttributeProto *mb_attr_int(Onnx__NodeProto *n, const char *name, int64_t value);
 Onnx__AttributeProto *mb_attr_float(Onnx__NodeProto *n, const char *name, float value);
 Onnx__AttributeProto *mb_attr_ints(Onnx__NodeProto *n, const char *name, size_t count,
@@ -95,6 +113,8 @@ Onnx__AttributeProto *mb_attr_string(Onnx__NodeProto *n, const char *name, const
 Onnx__AttributeProto *mb_attr_tensor(Onnx__NodeProto *n, const char *name, Onnx__TensorProto *t);
 /* A graph attribute (If branches, Loop bodies); returns the new empty graph. */
 Onnx__GraphProto *mb_attr_graph(Onnx__NodeProto *n, const char *name, const char *graph_name);
+/* The same with a graph built beforehand, which the node takes. */
+Onnx__GraphProto *mb_attr_graph_take(Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g);
 
 /* Recurrent nodes with the usual attributes: hidden_size always; direction
  * when not NULL. Inputs and outputs as for mb_node. */
