@@ -163,14 +163,20 @@ static Onnx__NodeProto *add_rnn(Onnx__ModelProto *m, const rnn_spec *s)
     return n;
 }
 
-/* The common good case: a GRU over X [T, 2, 4] with hidden size 8. */
-static Onnx__ModelProto *plain_rnn(const char *op)
+/* The common good case: a recurrent node over X [T, 2, 4] with hidden size
+ * 8, with the given inputs and outputs (NULL: "X,W,R" and "Y"). */
+static Onnx__ModelProto *rnn_with_io(const char *op, const char *inputs, const char *outputs)
 {
     Onnx__ModelProto *m = new_model(17);
     rnn_spec s = { .op = op, .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8 };
+                   .attr_value = 8, .inputs = inputs, .outputs = outputs };
     add_rnn(m, &s);
     return m;
+}
+
+static Onnx__ModelProto *plain_rnn(const char *op)
+{
+    return rnn_with_io(op, NULL, NULL);
 }
 
 /* ---- writing ------------------------------------------------------------ */
@@ -615,37 +621,6 @@ static void c_r_negative_dim(const char *path, long n)
     write_model(path, m);
 }
 
-/* X declared with negative and absurd dims */
-static void c_x_negative_dims(const char *path, long n)
-{
-    (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "LSTM", .xdims = "-5,-3,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8 };
-    add_rnn(m, &s);
-    write_model(path, m);
-}
-
-static void c_x_no_shape(const char *path, long n)
-{
-    (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "RNN", .xdims = NULL, .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8 };
-    add_rnn(m, &s);
-    write_model(path, m);
-}
-
-static void c_x_rank1(const char *path, long n)
-{
-    (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "GRU", .xdims = "7", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8 };
-    add_rnn(m, &s);
-    write_model(path, m);
-}
-
 /* X is a graph input without any type */
 static void c_x_no_type(const char *path, long n)
 {
@@ -661,16 +636,6 @@ static void c_x_no_type(const char *path, long n)
     write_model(path, m);
 }
 
-static void c_too_few_inputs(const char *path, long n)
-{
-    (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8, .inputs = "X,W" };
-    add_rnn(m, &s);
-    write_model(path, m);
-}
-
 static void c_no_inputs(const char *path, long n)
 {
     (void)n;
@@ -678,16 +643,6 @@ static void c_no_inputs(const char *path, long n)
     Onnx__NodeProto *node = mb_graph_node(m->graph, "GRU", "gru", NULL, "Y");
     mb_attr_int(node, "hidden_size", 8);
     mb_graph_output(m->graph, "Y", F32, NULL);
-    write_model(path, m);
-}
-
-static void c_empty_x(const char *path, long n)
-{
-    (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8, .inputs = ",W,R" };
-    add_rnn(m, &s);
     write_model(path, m);
 }
 
@@ -856,10 +811,7 @@ static void c_collide_subgraph(const char *path, long n)
 static void c_cycle_self(const char *path, long n)
 {
     (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8, .inputs = "X,W,R,,,Y_h", .outputs = "Y,Y_h" };
-    add_rnn(m, &s);
+    Onnx__ModelProto *m = rnn_with_io("GRU", "X,W,R,,,Y_h", "Y,Y_h");
     mb_graph_output(m->graph, "Y", F32, NULL);
     write_model(path, m);
 }
@@ -888,10 +840,7 @@ static void c_cycle_identity(const char *path, long n)
 static void c_initializer_bad_data(const char *path, long n)
 {
     (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8, .inputs = "X,W,R,,,h0" };
-    add_rnn(m, &s);
+    Onnx__ModelProto *m = rnn_with_io("GRU", "X,W,R,,,h0", NULL);
     int64_t d[3] = { 1, 2, 8 };
     Onnx__TensorProto *t = tensor("h0", F32, 3, d);
     set_raw_f32(t, 3, 1.0f, 0.0f); /* 12 bytes for 16 floats */
@@ -903,10 +852,7 @@ static void c_initializer_bad_data(const char *path, long n)
 static void c_initializer_huge_dims(const char *path, long n)
 {
     (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8, .inputs = "X,W,R,,,h0" };
-    add_rnn(m, &s);
+    Onnx__ModelProto *m = rnn_with_io("GRU", "X,W,R,,,h0", NULL);
     int64_t d[3] = { 1, (int64_t)1 << 40, (int64_t)1 << 40 };
     PUSH(m->graph->initializer, m->graph->n_initializer, tensor("h0", F32, 3, d));
     write_model(path, m);
@@ -915,10 +861,7 @@ static void c_initializer_huge_dims(const char *path, long n)
 /* initial_h is stored in an external file at `location` */
 static void external_at(const char *path, const char *location)
 {
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "GRU", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8, .inputs = "X,W,R,,,h0" };
-    add_rnn(m, &s);
+    Onnx__ModelProto *m = rnn_with_io("GRU", "X,W,R,,,h0", NULL);
     int64_t d[3] = { 1, 2, 8 };
     Onnx__TensorProto *t = tensor("h0", F32, 3, d);
     t->has_data_location = 1;
@@ -958,10 +901,7 @@ static void c_external_missing(const char *path, long n)
 static void c_constant_huge_shape(const char *path, long n)
 {
     (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8, .inputs = "X,W,R,,,h0,c0" };
-    add_rnn(m, &s);
+    Onnx__ModelProto *m = rnn_with_io("LSTM", "X,W,R,,,h0,c0", NULL);
     Onnx__GraphProto *g = m->graph;
     int64_t shape[3] = { 1, (int64_t)1 << 30, (int64_t)1 << 40 };
     add_init_i64(g, "huge_shape", 3, shape);
@@ -976,10 +916,7 @@ static void c_constant_huge_shape(const char *path, long n)
 static void c_initializer_wrong_type(const char *path, long n)
 {
     (void)n;
-    Onnx__ModelProto *m = new_model(17);
-    rnn_spec s = { .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
-                   .attr_value = 8, .inputs = "X,W,R,,,h0,c0" };
-    add_rnn(m, &s);
+    Onnx__ModelProto *m = rnn_with_io("LSTM", "X,W,R,,,h0,c0", NULL);
     int64_t d[3] = { 1, 2, 8 };
     Onnx__TensorProto *t = tensor("h0", ONNX__TENSOR_PROTO__DATA_TYPE__STRING, 3, d);
     PUSH(m->graph->initializer, m->graph->n_initializer, t);
@@ -1324,76 +1261,97 @@ static void c_random_wire(const char *path, long n)
 typedef struct case_def {
     const char *name;
     case_fn fn;
-    int sized; /* takes N; left out of --all */
+    int sized;            /* takes N; left out of --all */
+    const rnn_spec *spec; /* without fn: the case is this one node */
 } case_def;
 
+/* A case that is one recurrent node as add_rnn() builds it. */
+#define SPEC_CASE(name, ...) { name, NULL, 0, &(const rnn_spec){ __VA_ARGS__ } }
+
 static const case_def cases[] = {
-    { "tensor-proto", c_tensor, 0 },
-    { "no-graph", c_no_graph, 0 },
-    { "no-ir-version", c_no_ir_version, 0 },
-    { "exabyte-length", c_exabyte, 0 },
-    { "inner-length-overrun", c_inner_overrun, 0 },
-    { "overlong-varint", c_overlong_varint, 0 },
-    { "nested-if", c_nested_if, 1 },
-    { "nested-sequence", c_nested_seq, 1 },
-    { "nested-if-ok", c_nested_if_ok, 1 },
-    { "huge-dims", c_huge_dims, 0 },
-    { "huge-overflow", c_huge_overflow, 0 },
-    { "huge-hidden", c_huge_hidden, 0 },
-    { "hidden-int64-max", c_hidden_int64_max, 0 },
-    { "hidden-negative", c_hidden_negative, 0 },
-    { "hidden-negative-r-known", c_hidden_negative_r_known, 0 },
-    { "hidden-zero", c_hidden_zero, 0 },
-    { "hidden-missing", c_hidden_missing, 0 },
-    { "hidden-from-r", c_hidden_from_r, 0 },
-    { "r-negative-dim", c_r_negative_dim, 0 },
-    { "x-negative-dims", c_x_negative_dims, 0 },
-    { "x-no-shape", c_x_no_shape, 0 },
-    { "x-rank1", c_x_rank1, 0 },
-    { "x-no-type", c_x_no_type, 0 },
-    { "too-few-inputs", c_too_few_inputs, 0 },
-    { "no-inputs", c_no_inputs, 0 },
-    { "empty-x", c_empty_x, 0 },
-    { "no-outputs", c_no_outputs, 0 },
-    { "wrong-attr-types", c_wrong_attr_types, 0 },
-    { "attr-type-mismatch", c_attr_type_mismatch, 0 },
-    { "direction-bogus", c_direction_bogus, 0 },
-    { "null-strings", c_null_strings, 0 },
-    { "dup-value", c_dup_value, 0 },
-    { "dup-input", c_dup_input, 0 },
-    { "dup-initializer", c_dup_initializer, 0 },
-    { "dup-output", c_dup_output, 0 },
-    { "node-overwrites-input", c_node_overwrites_input, 0 },
-    { "collide", c_collide, 0 },
-    { "collide-twice", c_collide_twice, 0 },
-    { "collide-subgraph", c_collide_subgraph, 0 },
-    { "cycle-self", c_cycle_self, 0 },
-    { "cycle-identity", c_cycle_identity, 0 },
-    { "initializer-bad-data", c_initializer_bad_data, 0 },
-    { "initializer-huge-dims", c_initializer_huge_dims, 0 },
-    { "initializer-external", c_initializer_external, 0 },
-    { "external-absolute", c_external_absolute, 0 },
-    { "external-missing", c_external_missing, 0 },
-    { "initializer-wrong-type", c_initializer_wrong_type, 0 },
-    { "constant-huge-shape", c_constant_huge_shape, 0 },
-    { "no-opset", c_no_opset, 0 },
-    { "old-opset", c_old_opset, 0 },
-    { "rnn-in-subgraph", c_rnn_in_subgraph, 0 },
-    { "if-missing-else", c_if_missing_else, 0 },
-    { "if-missing-else-nested", c_if_missing_else_nested, 0 },
-    { "unknown-fields", c_unknown_fields, 0 },
-    { "hostile-names", c_hostile_names, 0 },
-    { "hostile-names-dup", c_hostile_names_dup, 0 },
-    { "good-gru", c_good_gru, 0 },
-    { "good-lstm", c_good_lstm, 0 },
-    { "big-weights", c_big_weights, 1 },
-    { "lazy-corrupt-initializer", c_lazy_corrupt_initializer, 1 },
-    { "random", c_random, 1 },
-    { "random-wire", c_random_wire, 1 },
-    { "chain", c_chain, 1 },
-    { "many-grus", c_many_grus, 1 },
-    { "many-grus-same-name", c_many_grus_same_name, 1 },
+    { "tensor-proto", c_tensor, 0, NULL },
+    { "no-graph", c_no_graph, 0, NULL },
+    { "no-ir-version", c_no_ir_version, 0, NULL },
+    { "exabyte-length", c_exabyte, 0, NULL },
+    { "inner-length-overrun", c_inner_overrun, 0, NULL },
+    { "overlong-varint", c_overlong_varint, 0, NULL },
+    { "nested-if", c_nested_if, 1, NULL },
+    { "nested-sequence", c_nested_seq, 1, NULL },
+    { "nested-if-ok", c_nested_if_ok, 1, NULL },
+    { "huge-dims", c_huge_dims, 0, NULL },
+    { "huge-overflow", c_huge_overflow, 0, NULL },
+    { "huge-hidden", c_huge_hidden, 0, NULL },
+    { "hidden-int64-max", c_hidden_int64_max, 0, NULL },
+    { "hidden-negative", c_hidden_negative, 0, NULL },
+    { "hidden-negative-r-known", c_hidden_negative_r_known, 0, NULL },
+    { "hidden-zero", c_hidden_zero, 0, NULL },
+    { "hidden-missing", c_hidden_missing, 0, NULL },
+    { "hidden-from-r", c_hidden_from_r, 0, NULL },
+    { "r-negative-dim", c_r_negative_dim, 0, NULL },
+    /* X declared with negative and absurd dims */
+    SPEC_CASE("x-negative-dims", .op = "LSTM", .xdims = "-5,-3,4", .h = 8, .input = 4,
+              .hidden_attr = 1, .attr_value = 8),
+    SPEC_CASE("x-no-shape", .op = "RNN", .xdims = NULL, .h = 8, .input = 4, .hidden_attr = 1,
+              .attr_value = 8),
+    SPEC_CASE("x-rank1", .op = "GRU", .xdims = "7", .h = 8, .input = 4, .hidden_attr = 1,
+              .attr_value = 8),
+    { "x-no-type", c_x_no_type, 0, NULL },
+    SPEC_CASE("too-few-inputs", .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4,
+              .hidden_attr = 1, .attr_value = 8, .inputs = "X,W"),
+    { "no-inputs", c_no_inputs, 0, NULL },
+    SPEC_CASE("empty-x", .op = "LSTM", .xdims = "T,2,4", .h = 8, .input = 4, .hidden_attr = 1,
+              .attr_value = 8, .inputs = ",W,R"),
+    { "no-outputs", c_no_outputs, 0, NULL },
+    { "wrong-attr-types", c_wrong_attr_types, 0, NULL },
+    { "attr-type-mismatch", c_attr_type_mismatch, 0, NULL },
+    { "direction-bogus", c_direction_bogus, 0, NULL },
+    { "null-strings", c_null_strings, 0, NULL },
+    { "dup-value", c_dup_value, 0, NULL },
+    { "dup-input", c_dup_input, 0, NULL },
+    { "dup-initializer", c_dup_initializer, 0, NULL },
+    { "dup-output", c_dup_output, 0, NULL },
+    { "node-overwrites-input", c_node_overwrites_input, 0, NULL },
+    { "collide", c_collide, 0, NULL },
+    { "collide-twice", c_collide_twice, 0, NULL },
+    { "collide-subgraph", c_collide_subgraph, 0, NULL },
+    { "cycle-self", c_cycle_self, 0, NULL },
+    { "cycle-identity", c_cycle_identity, 0, NULL },
+    { "initializer-bad-data", c_initializer_bad_data, 0, NULL },
+    { "initializer-huge-dims", c_initializer_huge_dims, 0, NULL },
+    { "initializer-external", c_initializer_external, 0, NULL },
+    { "external-absolute", c_external_absolute, 0, NULL },
+    { "external-missing", c_external_missing, 0, NULL },
+    { "initializer-wrong-type", c_initializer_wrong_type, 0, NULL },
+    { "constant-huge-shape", c_constant_huge_shape, 0, NULL },
+    { "no-opset", c_no_opset, 0, NULL },
+    { "old-opset", c_old_opset, 0, NULL },
+    { "rnn-in-subgraph", c_rnn_in_subgraph, 0, NULL },
+    { "if-missing-else", c_if_missing_else, 0, NULL },
+    { "if-missing-else-nested", c_if_missing_else_nested, 0, NULL },
+    { "unknown-fields", c_unknown_fields, 0, NULL },
+    { "hostile-names", c_hostile_names, 0, NULL },
+    { "hostile-names-dup", c_hostile_names_dup, 0, NULL },
+    { "good-gru", c_good_gru, 0, NULL },
+    { "good-lstm", c_good_lstm, 0, NULL },
+    { "big-weights", c_big_weights, 1, NULL },
+    { "lazy-corrupt-initializer", c_lazy_corrupt_initializer, 1, NULL },
+    { "random", c_random, 1, NULL },
+    { "random-wire", c_random_wire, 1, NULL },
+    { "chain", c_chain, 1, NULL },
+    { "many-grus", c_many_grus, 1, NULL },
+    { "many-grus-same-name", c_many_grus_same_name, 1, NULL },
 };
+
+static void write_case(const case_def *c, const char *path, long n)
+{
+    if (c->fn) {
+        c->fn(path, n);
+        return;
+    }
+    Onnx__ModelProto *m = new_model(17);
+    add_rnn(m, c->spec);
+    write_model(path, m);
+}
 
 static unsigned char *read_file(const char *path, size_t *size)
 {
@@ -1473,7 +1431,7 @@ int main(int argc, char **argv)
             size_t need = strlen(argv[2]) + strlen(cases[i].name) + 8;
             char *path = xmalloc(need);
             snprintf(path, need, "%s/%s.onnx", argv[2], cases[i].name);
-            cases[i].fn(path, 0);
+            write_case(&cases[i], path, 0);
             free(path);
         }
         return 0;
@@ -1483,7 +1441,7 @@ int main(int argc, char **argv)
             if (strcmp(cases[i].name, argv[1]) != 0)
                 continue;
             long n = argc == 4 ? strtol(argv[3], NULL, 10) : 0;
-            cases[i].fn(argv[2], n);
+            write_case(&cases[i], argv[2], n);
             return 0;
         }
         die("unknown case '%s' (see --list)", argv[1]);
