@@ -246,151 +246,150 @@ static void test_load_nesting_deeper_than_the_limit_is_refused(void **state)
     free(bytes);
 }
 
+/* ---- files: each test gets a fresh directory and the small model, loaded ---- */
+
+typedef struct io_fixture {
+    char *dir;
+    unsigned char *bytes; /* small_model_bytes() */
+    size_t size;
+    rnnstate_model *model; /* loaded from bytes */
+} io_fixture;
+
+static int io_setup(void **state)
+{
+    io_fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->dir = mb_temp_dir();
+    f->bytes = small_model_bytes(&f->size);
+    f->model = load_ok(f->bytes, f->size);
+    *state = f;
+    return 0;
+}
+
+/* Removes what the test left in the directory (files, empty directories). */
+static int io_teardown(void **state)
+{
+    io_fixture *f = *state;
+    DIR *d = opendir(f->dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            char *path = mb_path_in(f->dir, e->d_name);
+            remove(path);
+            free(path);
+        }
+    if (d)
+        closedir(d);
+    rmdir(f->dir);
+    rnnstate_model_free(f->model);
+    free(f->bytes);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+#define IO_TEST(f) cmocka_unit_test_setup_teardown(f, io_setup, io_teardown)
+
+static void assert_listing(const char *dir, const char *expected)
+{
+    char *listing = dir_listing(dir);
+    assert_string_equal(listing, expected);
+    free(listing);
+}
+
+static void assert_file_holds(const char *path, const unsigned char *bytes, size_t size)
+{
+    size_t got_size;
+    unsigned char *got = mb_read_file(path, &got_size);
+    assert_int_equal(got_size, size);
+    assert_memory_equal(got, bytes, size);
+    free(got);
+}
+
 static void test_load_file_that_does_not_exist_fails_with_its_name(void **state)
 {
-    (void)state;
-    char *dir = mb_temp_dir();
-    char *path = mb_path_in(dir, "missing.onnx");
+    io_fixture *f = *state;
+    char *path = mb_path_in(f->dir, "missing.onnx");
     rnnstate_error err;
     rnnstate_model *model = NULL;
     assert_int_equal(rnnstate_model_load_file(path, NULL, &model, &err), RNNSTATE_ERR_IO);
     assert_null(model);
     assert_non_null(strstr(err.message, path));
-    rmdir(dir);
     free(path);
-    free(dir);
 }
 
 static void test_load_file_that_is_a_directory_fails(void **state)
 {
-    (void)state;
-    char *dir = mb_temp_dir();
+    io_fixture *f = *state;
     rnnstate_error err;
     rnnstate_model *model = NULL;
-    assert_int_equal(rnnstate_model_load_file(dir, NULL, &model, &err), RNNSTATE_ERR_IO);
+    assert_int_equal(rnnstate_model_load_file(f->dir, NULL, &model, &err), RNNSTATE_ERR_IO);
     assert_null(model);
-    assert_non_null(strstr(err.message, dir));
-    rmdir(dir);
-    free(dir);
+    assert_non_null(strstr(err.message, f->dir));
 }
 
 /* ---- saving ------------------------------------------------------------------- */
 
 static void test_save_into_a_missing_directory_fails_and_leaves_no_file(void **state)
 {
-    (void)state;
-    char *dir = mb_temp_dir();
-    char *missing = mb_path_in(dir, "no-such-dir");
+    io_fixture *f = *state;
+    char *missing = mb_path_in(f->dir, "no-such-dir");
     char *path = mb_path_in(missing, "out.onnx");
-    size_t size;
-    unsigned char *bytes = small_model_bytes(&size);
-    rnnstate_model *model = load_ok(bytes, size);
     rnnstate_error err;
-    assert_int_equal(rnnstate_model_save_file(model, path, NULL, &err), RNNSTATE_ERR_IO);
+    assert_int_equal(rnnstate_model_save_file(f->model, path, NULL, &err), RNNSTATE_ERR_IO);
     assert_int_equal(err.status, RNNSTATE_ERR_IO);
     assert_non_null(strstr(err.message, path));
     struct stat st;
     assert_int_not_equal(stat(path, &st), 0);
     assert_int_not_equal(stat(missing, &st), 0);
-    char *listing = dir_listing(dir);
-    assert_string_equal(listing, "");
-    free(listing);
-    rnnstate_model_free(model);
-    free(bytes);
-    rmdir(dir);
+    assert_listing(f->dir, "");
     free(path);
     free(missing);
-    free(dir);
 }
 
 static void test_save_writes_the_model_and_leaves_no_temporary_file(void **state)
 {
-    (void)state;
-    char *dir = mb_temp_dir();
-    char *path = mb_path_in(dir, "out.onnx");
-    size_t size;
-    unsigned char *bytes = small_model_bytes(&size);
-    rnnstate_model *model = load_ok(bytes, size);
+    io_fixture *f = *state;
+    char *path = mb_path_in(f->dir, "out.onnx");
     rnnstate_error err;
-    assert_int_equal(rnnstate_model_save_file(model, path, NULL, &err), RNNSTATE_OK);
-    char *listing = dir_listing(dir);
-    assert_string_equal(listing, "out.onnx");
-    free(listing);
-    size_t got_size;
-    unsigned char *got = mb_read_file(path, &got_size);
-    assert_int_equal(got_size, size);
-    assert_memory_equal(got, bytes, size);
-    free(got);
-    rnnstate_model_free(model);
-    free(bytes);
-    unlink(path);
-    rmdir(dir);
+    assert_int_equal(rnnstate_model_save_file(f->model, path, NULL, &err), RNNSTATE_OK);
+    assert_listing(f->dir, "out.onnx");
+    assert_file_holds(path, f->bytes, f->size);
     free(path);
-    free(dir);
 }
 
 static void test_save_replaces_an_existing_file(void **state)
 {
-    (void)state;
-    char *dir = mb_temp_dir();
-    char *path = mb_path_in(dir, "out.onnx");
+    io_fixture *f = *state;
+    char *path = mb_path_in(f->dir, "out.onnx");
     mb_write_file(path, "previous contents", 17);
-    size_t size;
-    unsigned char *bytes = small_model_bytes(&size);
-    rnnstate_model *model = load_ok(bytes, size);
     rnnstate_error err;
-    assert_int_equal(rnnstate_model_save_file(model, path, NULL, &err), RNNSTATE_OK);
-    char *listing = dir_listing(dir);
-    assert_string_equal(listing, "out.onnx");
-    free(listing);
-    size_t got_size;
-    unsigned char *got = mb_read_file(path, &got_size);
-    assert_int_equal(got_size, size);
-    assert_memory_equal(got, bytes, size);
-    free(got);
-    rnnstate_model_free(model);
-    free(bytes);
-    unlink(path);
-    rmdir(dir);
+    assert_int_equal(rnnstate_model_save_file(f->model, path, NULL, &err), RNNSTATE_OK);
+    assert_listing(f->dir, "out.onnx");
+    assert_file_holds(path, f->bytes, f->size);
     free(path);
-    free(dir);
 }
 
 static void test_save_over_a_directory_fails_and_removes_its_temporary_file(void **state)
 {
-    (void)state;
-    char *dir = mb_temp_dir();
-    char *target = mb_path_in(dir, "out.onnx");
+    io_fixture *f = *state;
+    char *target = mb_path_in(f->dir, "out.onnx");
     assert_int_equal(mkdir(target, 0755), 0);
-    size_t size;
-    unsigned char *bytes = small_model_bytes(&size);
-    rnnstate_model *model = load_ok(bytes, size);
     rnnstate_error err;
-    assert_int_not_equal(rnnstate_model_save_file(model, target, NULL, &err), RNNSTATE_OK);
+    assert_int_not_equal(rnnstate_model_save_file(f->model, target, NULL, &err), RNNSTATE_OK);
     assert_non_null(strstr(err.message, target));
-    char *listing = dir_listing(dir);
-    assert_string_equal(listing, "out.onnx"); /* the directory, and nothing else */
-    free(listing);
+    assert_listing(f->dir, "out.onnx"); /* the directory, and nothing else */
     struct stat st;
     assert_int_equal(stat(target, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
-    rnnstate_model_free(model);
-    free(bytes);
-    rmdir(target);
-    rmdir(dir);
     free(target);
-    free(dir);
 }
 
 static void test_save_memory_of_a_loaded_model_is_byte_identical(void **state)
 {
-    (void)state;
-    size_t size;
-    unsigned char *bytes = small_model_bytes(&size);
-    rnnstate_model *model = load_ok(bytes, size);
-    mb_assert_saves_as(model, bytes, size);
-    rnnstate_model_free(model);
-    free(bytes);
+    io_fixture *f = *state;
+    mb_assert_saves_as(f->model, f->bytes, f->size);
 }
 
 /* ---- unknown fields ------------------------------------------------------------ */
@@ -469,13 +468,13 @@ int main(void)
         cmocka_unit_test(test_load_without_label_names_memory),
         cmocka_unit_test(test_load_larger_than_the_limit_is_refused),
         cmocka_unit_test(test_load_nesting_deeper_than_the_limit_is_refused),
-        cmocka_unit_test(test_load_file_that_does_not_exist_fails_with_its_name),
-        cmocka_unit_test(test_load_file_that_is_a_directory_fails),
-        cmocka_unit_test(test_save_into_a_missing_directory_fails_and_leaves_no_file),
-        cmocka_unit_test(test_save_writes_the_model_and_leaves_no_temporary_file),
-        cmocka_unit_test(test_save_replaces_an_existing_file),
-        cmocka_unit_test(test_save_over_a_directory_fails_and_removes_its_temporary_file),
-        cmocka_unit_test(test_save_memory_of_a_loaded_model_is_byte_identical),
+        IO_TEST(test_load_file_that_does_not_exist_fails_with_its_name),
+        IO_TEST(test_load_file_that_is_a_directory_fails),
+        IO_TEST(test_save_into_a_missing_directory_fails_and_leaves_no_file),
+        IO_TEST(test_save_writes_the_model_and_leaves_no_temporary_file),
+        IO_TEST(test_save_replaces_an_existing_file),
+        IO_TEST(test_save_over_a_directory_fails_and_removes_its_temporary_file),
+        IO_TEST(test_save_memory_of_a_loaded_model_is_byte_identical),
         cmocka_unit_test(test_unknown_field_appended_to_model_bytes_survives_a_round_trip),
         cmocka_unit_test(test_unknown_fields_in_nested_messages_survive_a_rewrite),
     };
