@@ -319,6 +319,27 @@ void mb_weights(Onnx__ModelProto *m, int32_t elem_type, const char *w, const cha
     mb_initializer_filled(m, r, elem_type, MB_DIMS(directions, gates * hidden, hidden), fill);
 }
 
+Onnx__GraphProto *mb_identity_branch(Onnx__NodeProto *if_node, const char *attr,
+                                     const char *graph_name, const char *node_name,
+                                     const char *input, const char *output)
+{
+    Onnx__GraphProto *g = mb_attr_graph(if_node, attr, graph_name);
+    mb_graph_node(g, "Identity", node_name, input, output);
+    mb_graph_output(g, output, MB_FLOAT, NULL);
+    return g;
+}
+
+Onnx__ModelProto *mb_small_model(const char *op, const char *name)
+{
+    int64_t gates = !strcmp(op, "LSTM") ? 4 : !strcmp(op, "GRU") ? 3 : 1;
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    mb_weights(m, MB_FLOAT, "W", "R", 1, gates, 4, 3, 0.1);
+    mb_recurrent(m, op, name, 4, NULL, "X,W,R", "Y");
+    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
+    return m;
+}
+
 /* ---- unknown fields and bytes ------------------------------------------------------ */
 
 void mb_add_unknown_varint(ProtobufCMessage *msg, uint32_t field, uint64_t value)

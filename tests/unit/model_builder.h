@@ -128,6 +128,17 @@ void mb_weights(Onnx__ModelProto *m, int32_t elem_type, const char *w, const cha
                 int64_t directions, int64_t gates, int64_t hidden, int64_t input_size,
                 double fill);
 
+/* A branch of an If (`attr`: "then_branch" or "else_branch") named
+ * `graph_name` whose one node, Identity `node_name`, reads `input` (often a
+ * value of the enclosing graph) and writes the branch's output `output`. */
+Onnx__GraphProto *mb_identity_branch(Onnx__NodeProto *if_node, const char *attr,
+                                     const char *graph_name, const char *node_name,
+                                     const char *input, const char *output);
+
+/* The smallest model to rewrite: X [T,batch,3] -> `op` node `name` (hidden
+ * size 4, weights W and R) -> Y [T,1,batch,4], IR 7, opset 14. */
+Onnx__ModelProto *mb_small_model(const char *op, const char *name);
+
 /* Attaches an unknown field (as from a newer ONNX schema) to any message:
  * field number `field`, wire type varint, value `value`. */
 void mb_add_unknown_varint(ProtobufCMessage *msg, uint32_t field, uint64_t value);

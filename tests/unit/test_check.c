@@ -29,10 +29,18 @@ static Onnx__ModelProto *base_model(void)
     return m;
 }
 
+/* How a case changes the report's pair (zero fields: as base_model has it). */
+typedef struct pair_change {
+    const char *input, *output, *dtype;
+    size_t rank;
+    const char *batch; /* dimension 1's symbolic name */
+    int64_t hidden;    /* dimension 2 */
+} pair_change;
+
 typedef struct check_case {
     const char *why;
     void (*break_model)(Onnx__ModelProto *m);
-    void (*break_pair)(rnnstate_state_pair *p, rnnstate_dim *shape);
+    pair_change pair;
     const char *message; /* NULL: the check passes */
 } check_case;
 
@@ -50,12 +58,9 @@ static void move_node(Onnx__GraphProto *g, size_t from, size_t to)
 static Onnx__GraphProto *if_reading(Onnx__ModelProto *m, const char *value)
 {
     Onnx__NodeProto *branch = mb_node(m, "If", "if", "cond", "if_out");
-    Onnx__GraphProto *then = mb_attr_graph(branch, "then_branch", "then");
-    mb_graph_node(then, "Identity", "inner", value, "then_out");
-    mb_graph_output(then, "then_out", MB_FLOAT, NULL);
-    Onnx__GraphProto *other = mb_attr_graph(branch, "else_branch", "else");
-    mb_graph_node(other, "Identity", "other", "X", "else_out");
-    mb_graph_output(other, "else_out", MB_FLOAT, NULL);
+    Onnx__GraphProto *then =
+        mb_identity_branch(branch, "then_branch", "then", "inner", value, "then_out");
+    mb_identity_branch(branch, "else_branch", "else", "other", "X", "else_out");
     return then;
 }
 
@@ -106,48 +111,8 @@ static void output_undefined(Onnx__ModelProto *m) { mb_output(m, "nowhere", MB_F
 
 /* ---- state pairs ------------------------------------------------------------ */
 
-static void input_not_graph_input(rnnstate_state_pair *p, rnnstate_dim *s)
-{
-    (void)s;
-    p->input = "a";
-}
 static void input_unread(Onnx__ModelProto *m) { mb_input(m, "h_unread", MB_FLOAT, "1,batch,4"); }
-static void pair_on_unread(rnnstate_state_pair *p, rnnstate_dim *s)
-{
-    (void)s;
-    p->input = "h_unread";
-}
-static void output_not_graph_output(rnnstate_state_pair *p, rnnstate_dim *s)
-{
-    (void)s;
-    p->output = "a";
-}
 static void initializer_as_output(Onnx__ModelProto *m) { mb_output(m, "W", MB_FLOAT, NULL); }
-static void pair_on_initializer(rnnstate_state_pair *p, rnnstate_dim *s)
-{
-    (void)s;
-    p->output = "W";
-}
-static void pair_dtype(rnnstate_state_pair *p, rnnstate_dim *s)
-{
-    (void)s;
-    p->dtype = "float16";
-}
-static void pair_rank(rnnstate_state_pair *p, rnnstate_dim *s)
-{
-    (void)s;
-    p->rank = 2;
-}
-static void pair_param(rnnstate_state_pair *p, rnnstate_dim *s)
-{
-    (void)p;
-    s[1].param = "B";
-}
-static void pair_hidden(rnnstate_state_pair *p, rnnstate_dim *s)
-{
-    (void)p;
-    s[2].value = 8;
-}
 static void output_fixed_size_differs(Onnx__ModelProto *m)
 {
     Onnx__ValueInfoProto *yh = mb_find_output(m->graph, "Yh");
@@ -172,54 +137,54 @@ static void output_without_shape(Onnx__ModelProto *m)
 
 #define FAILED "<memory>: check failed: "
 static const check_case cases[] = {
-    { "intact", NULL, NULL, NULL },
-    { "absent optional inputs ('')", no_optional_inputs, NULL, NULL },
-    { "a read of a value nothing defines", reads_undefined, NULL,
+    { "intact", NULL, { 0 }, NULL },
+    { "absent optional inputs ('')", no_optional_inputs, { 0 }, NULL },
+    { "a read of a value nothing defines", reads_undefined, { 0 },
       FAILED "node 'reader' (Relu) of graph 'g' reads 'ghost', which no graph input, initializer "
              "or node defines" },
-    { "a node before the node it reads", out_of_order, NULL,
+    { "a node before the node it reads", out_of_order, { 0 },
       FAILED "nodes are not in topological order: node 'gru' of graph 'g' reads 'a' before node "
              "'relu' produces it" },
-    { "a branch reads an outer value defined before the If", if_reads_earlier_value, NULL, NULL },
-    { "a branch reads an outer value produced after the If", if_reads_later_value, NULL,
+    { "a branch reads an outer value defined before the If", if_reads_earlier_value, { 0 }, NULL },
+    { "a branch reads an outer value produced after the If", if_reads_later_value, { 0 },
       FAILED "nodes are not in topological order: node 'inner' of graph 'then' reads 'late' "
              "before node 'late_relu' produces it" },
-    { "a branch reads its own If's output", if_reads_own_output, NULL,
+    { "a branch reads its own If's output", if_reads_own_output, { 0 },
       FAILED "nodes are not in topological order: node 'inner' of graph 'then' reads 'if_out' "
              "before node 'if' produces it" },
-    { "a branch reads a value defined nowhere", if_reads_undefined, NULL,
+    { "a branch reads a value defined nowhere", if_reads_undefined, { 0 },
       FAILED "node 'inner' (Identity) of graph 'then' reads 'ghost', which no graph input, "
              "initializer or node defines" },
-    { "nodes of a branch out of order", branch_out_of_order, NULL,
+    { "nodes of a branch out of order", branch_out_of_order, { 0 },
       FAILED "nodes are not in topological order: node 'inner' of graph 'then' reads 'b1' "
              "before node 'inner_producer' produces it" },
-    { "a branch output defined nowhere", branch_output_undefined, NULL,
+    { "a branch output defined nowhere", branch_output_undefined, { 0 },
       FAILED "graph output 'nowhere' of graph 'then' is not defined" },
-    { "a Loop body reads its inputs and an outer value", loop_body_reads_its_inputs, NULL, NULL },
-    { "a graph output defined nowhere", output_undefined, NULL,
+    { "a Loop body reads its inputs and an outer value", loop_body_reads_its_inputs, { 0 }, NULL },
+    { "a graph output defined nowhere", output_undefined, { 0 },
       FAILED "graph output 'nowhere' of graph 'g' is not defined" },
-    { "pair input is not a graph input", NULL, input_not_graph_input,
+    { "pair input is not a graph input", NULL, { .input = "a" },
       FAILED "state input 'a' is not a graph input" },
-    { "pair input read by nothing", input_unread, pair_on_unread,
+    { "pair input read by nothing", input_unread, { .input = "h_unread" },
       FAILED "nothing reads state input 'h_unread'" },
-    { "pair output is not a graph output", NULL, output_not_graph_output,
+    { "pair output is not a graph output", NULL, { .output = "a" },
       FAILED "state output 'a' is not a graph output" },
-    { "pair output produced by no node", initializer_as_output, pair_on_initializer,
+    { "pair output produced by no node", initializer_as_output, { .output = "W" },
       FAILED "no node produces state output 'W'" },
-    { "report dtype differs from the input", NULL, pair_dtype,
+    { "report dtype differs from the input", NULL, { .dtype = "float16" },
       FAILED "state input 'h0' does not have the element type the report gives" },
-    { "report rank differs", NULL, pair_rank,
+    { "report rank differs", NULL, { .rank = 2 },
       FAILED "state input 'h0' does not have the rank the report gives" },
-    { "report symbolic dim differs", NULL, pair_param,
+    { "report symbolic dim differs", NULL, { .batch = "B" },
       FAILED "state input 'h0' does not have the shape the report gives" },
-    { "report fixed dim differs", NULL, pair_hidden,
+    { "report fixed dim differs", NULL, { .hidden = 8 },
       FAILED "state input 'h0' does not have the shape the report gives" },
-    { "output of another fixed size", output_fixed_size_differs, NULL,
+    { "output of another fixed size", output_fixed_size_differs, { 0 },
       FAILED "state output 'Yh' does not have the shape the report gives" },
-    { "output of another element type", output_dtype_differs, NULL,
+    { "output of another element type", output_dtype_differs, { 0 },
       FAILED "state output 'Yh' does not have the element type the report gives" },
-    { "output with another symbolic batch", output_other_symbol, NULL, NULL },
-    { "output without a declared shape", output_without_shape, NULL, NULL },
+    { "output with another symbolic batch", output_other_symbol, { 0 }, NULL },
+    { "output without a declared shape", output_without_shape, { 0 }, NULL },
 };
 
 static void run_case(const check_case *c)
@@ -236,11 +201,17 @@ static void run_case(const check_case *c)
         fail_msg("%s: load: %s", c->why, err.message);
     free(bytes);
 
-    rnnstate_dim shape[3] = { { 1, NULL }, { -1, "batch" }, { 4, NULL } };
-    rnnstate_state_pair pair = { .input = "h0", .output = "Yh", .rank = 3, .shape = shape,
-                                 .dtype = "float32", .optional = false, .added = true };
-    if (c->break_pair)
-        c->break_pair(&pair, shape);
+    const pair_change *p = &c->pair;
+    rnnstate_dim shape[3] = { { 1, NULL },
+                              { -1, p->batch ? p->batch : "batch" },
+                              { p->hidden ? p->hidden : 4, NULL } };
+    rnnstate_state_pair pair = { .input = p->input ? p->input : "h0",
+                                 .output = p->output ? p->output : "Yh",
+                                 .rank = p->rank ? p->rank : 3,
+                                 .shape = shape,
+                                 .dtype = p->dtype ? p->dtype : "float32",
+                                 .optional = false,
+                                 .added = true };
     rnnstate_report report = { .pairs = &pair, .n_pairs = 1 };
     rnnstate_status st = rnnstate_model_check(model, &report, &err);
     rnnstate_model_free(model);
@@ -261,13 +232,8 @@ static void test_check_case(void **state)
 static void test_rewritten_model_passes(void **state)
 {
     (void)state;
-    Onnx__ModelProto *m = mb_new(8, 17);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
-    mb_weights(m, MB_FLOAT, "W", "R", 1, 4, 4, 3, 0.1);
-    mb_recurrent(m, "LSTM", "lstm", 4, NULL, "X,W,R", "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
     mb_run run;
-    mb_rewrite(m, NULL, &run);
+    mb_rewrite(mb_small_model("LSTM", "lstm"), NULL, &run);
     rnnstate_error err = { 0 };
     rnnstate_model *model = NULL;
     assert_int_equal(rnnstate_model_load_memory(run.out, run.out_size, NULL, NULL, &model, &err),

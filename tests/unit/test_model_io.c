@@ -19,20 +19,9 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-/* A small valid model: one GRU, dynamic batch. */
-static Onnx__ModelProto *small_model(void)
-{
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "T,batch,3");
-    mb_weights(m, MB_FLOAT, "W", "R", 1, 3, 4, 3, 0.1);
-    mb_recurrent(m, "GRU", "gru", 4, NULL, "X,W,R", "Y");
-    mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
-    return m;
-}
-
 static unsigned char *small_model_bytes(size_t *size)
 {
-    Onnx__ModelProto *m = small_model();
+    Onnx__ModelProto *m = mb_small_model("GRU", "gru");
     unsigned char *bytes = mb_pack(m, size);
     mb_free(m);
     return bytes;
@@ -135,7 +124,7 @@ static void test_load_truncated_model_is_not_a_model(void **state)
 {
     (void)state;
     /* a model whose last field is the graph: every cut is detectable */
-    Onnx__ModelProto *m = small_model();
+    Onnx__ModelProto *m = mb_small_model("GRU", "gru");
     for (size_t i = 0; i < m->n_opset_import; i++)
         protobuf_c_message_free_unpacked(&m->opset_import[i]->base, NULL);
     free(m->opset_import);
@@ -169,7 +158,7 @@ static void test_load_tensor_proto_is_not_a_model(void **state)
 static void test_load_model_without_graph_is_not_a_model(void **state)
 {
     (void)state;
-    Onnx__ModelProto *m = small_model();
+    Onnx__ModelProto *m = mb_small_model("GRU", "gru");
     protobuf_c_message_free_unpacked(&m->graph->base, NULL);
     m->graph = NULL;
     size_t size;
@@ -182,7 +171,7 @@ static void test_load_model_without_graph_is_not_a_model(void **state)
 static void test_load_model_without_ir_version_is_not_a_model(void **state)
 {
     (void)state;
-    Onnx__ModelProto *m = small_model();
+    Onnx__ModelProto *m = mb_small_model("GRU", "gru");
     m->has_ir_version = 0;
     m->ir_version = 0;
     size_t size;
@@ -219,7 +208,7 @@ static void test_load_larger_than_the_limit_is_refused(void **state)
 /* `depth` If nodes, each in the then_branch of the previous one. */
 static unsigned char *nested_if_model(int depth, size_t *size)
 {
-    Onnx__ModelProto *m = small_model();
+    Onnx__ModelProto *m = mb_small_model("GRU", "gru");
     mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
     Onnx__GraphProto *g = m->graph;
     for (int i = 0; i < depth; i++) {
@@ -428,7 +417,7 @@ static void test_unknown_field_appended_to_model_bytes_survives_a_round_trip(voi
 static void test_unknown_fields_in_nested_messages_survive_a_rewrite(void **state)
 {
     (void)state;
-    Onnx__ModelProto *m = small_model();
+    Onnx__ModelProto *m = mb_small_model("GRU", "gru");
     mb_add_unknown_varint(&m->base, 100, 1);
     mb_add_unknown_varint(&m->graph->base, 101, 2);
     mb_add_unknown_varint(&m->graph->node[0]->base, 102, 3);    /* the GRU itself */

@@ -1392,12 +1392,8 @@ static void test_generated_names_avoid_names_already_in_the_model(void **state)
     mb_node(m, "Identity", "taken", "X", "GRU_0_initial_h");
     add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y");
     Onnx__NodeProto *branch = mb_node(m, "If", "branch", "cond", "if_out");
-    Onnx__GraphProto *then_g = mb_attr_graph(branch, "then_branch", "then");
-    mb_graph_node(then_g, "Identity", "then_id", "X", "GRU_0_Y_h");
-    mb_graph_output(then_g, "GRU_0_Y_h", MB_FLOAT, NULL);
-    Onnx__GraphProto *else_g = mb_attr_graph(branch, "else_branch", "else");
-    mb_graph_node(else_g, "Identity", "else_id", "X", "else_out");
-    mb_graph_output(else_g, "else_out", MB_FLOAT, NULL);
+    mb_identity_branch(branch, "then_branch", "then", "then_id", "X", "GRU_0_Y_h");
+    mb_identity_branch(branch, "else_branch", "else", "else_id", "X", "else_out");
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
     mb_output(m, "if_out", MB_FLOAT, NULL);
     mb_run *run = rewrite(state, m, NULL);

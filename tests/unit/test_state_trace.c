@@ -126,12 +126,8 @@ static void test_initial_state_from_inside_a_branch(void **state)
     Onnx__ModelProto *m = base();
     mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
     Onnx__NodeProto *iff = mb_node(m, "If", "if", "cond", "if_out");
-    Onnx__GraphProto *then = mb_attr_graph(iff, "then_branch", "then");
-    mb_graph_node(then, "Identity", "id", "state", "t");
-    mb_graph_output(then, "t", MB_FLOAT, NULL);
-    Onnx__GraphProto *other = mb_attr_graph(iff, "else_branch", "else");
-    mb_graph_node(other, "Identity", "id2", "state", "e");
-    mb_graph_output(other, "e", MB_FLOAT, NULL);
+    mb_identity_branch(iff, "then_branch", "then", "id", "state", "t");
+    mb_identity_branch(iff, "else_branch", "else", "id2", "state", "e");
     mb_output(m, "if_out", MB_FLOAT, NULL);
     traced t;
     trace_open(m, &t);
