@@ -352,7 +352,7 @@ RNNSTATE_API void rnnstate_report_write_text(const rnnstate_report *report, cons
 
 /* Returns `text` (a name from a model, a path from a directory) escaped as
  * the reports print it: control bytes, backslashes and bytes that are not
- * UTF-8 become \n, \\, \xHH and the like (README, "Hostile input").
+ * UTF-8 become \n, \\, \xHH and the like (docs/reliability.md).
  * The strings of rnnstate_report are the model's bytes, unescaped; print
  * them through this or the report writers. The result is malloc'd (free()
  * it); NULL when memory runs out. */

@@ -136,7 +136,7 @@ static void list_free(string_list *l)
 }
 
 /* `text` (a path, an argument) escaped as the reports print names: a file
- * name from a directory is as untrusted as a model (README, "Hostile input"). */
+ * name from a directory is as untrusted as a model (docs/reliability.md). */
 static char *shown(const char *text)
 {
     char *escaped = rnnstate_escape_text(text);

@@ -31,7 +31,7 @@ void sb_add(strbuf *sb, const char *data, size_t n);
 void sb_adds(strbuf *sb, const char *s);
 void sb_addf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Names from a model are untrusted bytes; these are the only ways they are
- * printed (README, "Hostile input"). Text: a backslash becomes \\, newline,
+ * printed (docs/reliability.md). Text: a backslash becomes \\, newline,
  * return and tab \n \r \t, other ASCII controls and each byte that is not
  * part of well-formed UTF-8 \xHH, C1 controls, U+2028/9 and bidirectional
  * controls \uHHHH; the result is printable UTF-8 and the original can be

@@ -231,7 +231,7 @@ fi
 
 # ---- hostile names: carried byte for byte, escaped in every report ---------------------
 # (make_bad_models.c, hostile_names_model: CSI, OSC, BEL, a newline, bytes that
-# are not UTF-8, a C1 CSI and a right-to-left override; README "Hostile input")
+# are not UTF-8, a C1 CSI and a right-to-left override; docs/reliability.md)
 safe_output() { python3 "$(dirname "$0")/safe_output.py" "$@"; }
 hostile=$cases/hostile-names.onnx
 fresh_dir

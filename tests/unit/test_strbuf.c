@@ -1,5 +1,5 @@
 /* strbuf: appending, formatting, and the two escapes that every name from a
- * model goes through before it is printed (README, "Hostile input"). */
+ * model goes through before it is printed (docs/reliability.md). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
