@@ -242,6 +242,7 @@ main GRU 'gru\x1b[31mRED\xff\xfe': updated; inputs added gru\x1b[31mRED\xff\xfe_
   initial_h: case a: absent; new input gru\x1b[31mRED\xff\xfe_initial_h (zero default)
   Y_h: unused, now graph output gru\x1b[31mRED\xff\xfe_Y_h
 state gru\x1b[31mRED\xff\xfe_initial_h -> gru\x1b[31mRED\xff\xfe_Y_h [1,batch\u009b2J\u202e,8] float32, optional
+time axis x\x1b]0;pwned\x07bell:0 (the sequence axis of the recurrent nodes)
 1 recurrent node: 1 updated, 0 already exposed, 0 skipped; model rewritten
 EOF
 )
@@ -264,7 +265,7 @@ if names_of "$d/out.onnx" > "$work/names" &&
 else
   fail "hostile names" "names changed in the output: $(cat -v "$work/names")"
 fi
-if why=$(safe_output metadata "$work/names"); then pass "hostile names: the rnnstate.state metadata is safe JSON"
+if why=$(safe_output metadata "$work/names"); then pass "hostile names: the metadata (rnnstate.state, rnnstate.time) is safe JSON"
 else fail "hostile names, metadata" "$why"; fi
 run_tool "$hostile" -o "$d/out.onnx" --json --name-template '{name}_{slot}'
 if ! why=$(safe_output json "$work/stdout"); then fail "hostile names, JSON report" "$why"
