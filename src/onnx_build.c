@@ -365,40 +365,58 @@ void dim_from_proto(const Onnx__TensorShapeProto__Dimension *d, dim_info *out)
     }
 }
 
-/* Parses "T,batch,3" (see value_info_from_text) into dims; false when out
- * of memory, with every param already parsed freed. */
-static bool dims_from_text(const char *text, dim_info *dims, size_t max, size_t *rank)
+/* One dimension of a shape written as text (see value_info_from_text). */
+static bool dim_from_text(const char *word, size_t len, dim_info *d)
 {
+    char *copy = strndup(word, len), *end;
+    if (!copy)
+        return false;
+    long long v = strtoll(copy, &end, 10);
+    *d = (dim_info){ 0 };
+    if (*copy && !*end)
+        *d = (dim_info){ .known = true, .value = v };
+    else if (strcmp(copy, "?") != 0)
+        *d = (dim_info){ .known = true, .param = copy };
+    if (!d->param)
+        free(copy);
+    return true;
+}
+
+static void dims_free(dim_info *dims, size_t rank)
+{
+    for (size_t i = 0; i < rank; i++)
+        dim_info_clear(&dims[i]);
+    free(dims);
+}
+
+/* Parses "T,batch,3" into a new array of dims; false when out of memory. */
+static bool dims_from_text(const char *text, dim_info **dims, size_t *rank)
+{
+    size_t n = *text ? 1 : 0;
+    for (const char *p = text; *p; p++)
+        n += *p == ',';
     *rank = 0;
-    for (const char *p = text; *p && *rank < max;) {
+    *dims = calloc(n ? n : 1, sizeof **dims);
+    for (const char *p = text; *dims && *rank < n; (*rank)++) {
         size_t len = strcspn(p, ",");
-        char word[64];
-        snprintf(word, sizeof word, "%.*s", (int)len, p);
-        char *end;
-        long long v = strtoll(word, &end, 10);
-        dim_info *d = &dims[(*rank)++];
-        *d = (dim_info){ 0 };
-        if (*word && !*end)
-            *d = (dim_info){ .known = true, .value = v };
-        else if (strcmp(word, "?") != 0 && !(d->known = (d->param = strdup(word)) != NULL)) {
-            for (size_t i = 0; i < *rank; i++)
-                dim_info_clear(&dims[i]);
-            return false;
+        if (!dim_from_text(p, len, &(*dims)[*rank])) {
+            dims_free(*dims, *rank);
+            *dims = NULL;
+            break;
         }
         p += len + (p[len] == ',');
     }
-    return true;
+    return *dims != NULL;
 }
 
 Onnx__ValueInfoProto *value_info_from_text(const char *name, int32_t elem_type, const char *dims)
 {
-    dim_info parsed[16] = { { 0 } };
+    dim_info *parsed = NULL;
     size_t rank = 0;
-    if (dims && !dims_from_text(dims, parsed, 16, &rank))
+    if (dims && !dims_from_text(dims, &parsed, &rank))
         return NULL;
     Onnx__ValueInfoProto *vi = value_info_new(name ? name : "", elem_type, parsed, rank);
-    for (size_t i = 0; i < rank; i++)
-        dim_info_clear(&parsed[i]);
+    dims_free(parsed, rank);
     if (!vi)
         return NULL;
     if (!name) {
