@@ -10,7 +10,8 @@
  *                                         initializers of a model, one a line
  *                                         ("input NAME", "output NAME", ...)
  *
- * Most cases are built with the protobuf-c structures and packed; those that
+ * Most cases are built with the tests' model builder (tests/unit/model_builder.c,
+ * on the library's onnx_build.c) and packed; those that
  * protobuf-c could not represent or would not survive (deep nesting, absurd
  * length fields) are written directly in the wire format. Every structure is
  * malloc'd and released with free_unpacked, so the tool itself runs clean
