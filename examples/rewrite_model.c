@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 
     rnnstate_save_options save;
     rnnstate_save_options_init(&save);
-    save.no_sync = true;
+    save.sync = true; /* fsync before the rename: the output survives a machine crash */
     rnnstate_status st = rnnstate_model_save_file(model, argv[2], &save, &err);
     rnnstate_report_free(report);
     rnnstate_model_free(model);

@@ -50,6 +50,7 @@
 #define RNNSTATE_H
 
 #include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,8 +96,12 @@ typedef struct rnnstate_model rnnstate_model;
 typedef struct rnnstate_limits {
     size_t struct_size;     /* set by rnnstate_limits_init(), see "Options structs" */
     /* Zero in any of the fields below means its default. */
-    size_t max_model_bytes; /* larger files are refused (default 2 GiB, protobuf's own limit) */
-    size_t max_nesting;     /* nested messages: subgraphs, types (default 256) */
+    /* Larger files are refused (default and maximum 2 GiB, protobuf's own
+     * limit). */
+    size_t max_model_bytes;
+    /* Nested messages: subgraphs, types (default 256, maximum
+     * RNNSTATE_MAX_NESTING). */
+    size_t max_nesting;
     /* Reading a file, initializers of the main graph with at least this many
      * bytes of data are not read: the writer copies them from the file
      * (default 64 KiB; SIZE_MAX reads everything). The file must then stay
@@ -106,10 +111,12 @@ typedef struct rnnstate_limits {
 
 #define RNNSTATE_DEFAULT_MAX_MODEL_BYTES ((size_t)2 << 30)
 #define RNNSTATE_DEFAULT_MAX_NESTING ((size_t)256)
+#define RNNSTATE_MAX_NESTING ((size_t)1024)
 #define RNNSTATE_DEFAULT_LAZY_TENSOR_BYTES ((size_t)64 << 10)
 
 /* Fills `limits` with the defaults and sets its struct_size. Every load
- * function takes NULL for the defaults. */
+ * function takes NULL for the defaults, and refuses a field above its maximum
+ * with RNNSTATE_ERR_ARGUMENT. */
 RNNSTATE_API void rnnstate_limits_init(rnnstate_limits *limits);
 
 /* Reads and parses an ONNX model. `path` is opened read-only and never
@@ -122,14 +129,20 @@ RNNSTATE_API void rnnstate_limits_init(rnnstate_limits *limits);
  * (or is a directory); RNNSTATE_ERR_NOT_MODEL when its bytes are not an ONNX
  * model (empty, truncated, corrupt, no graph); RNNSTATE_ERR_INVALID when it
  * is larger than limits->max_model_bytes or nests deeper than
- * limits->max_nesting; RNNSTATE_ERR_NOMEM; RNNSTATE_ERR_ARGUMENT when
- * `limits` was not initialised (see "Options structs"). The same for the two
- * functions below. */
+ * limits->max_nesting; RNNSTATE_ERR_NOMEM (also while parsing);
+ * RNNSTATE_ERR_ARGUMENT when `limits` was not initialised (see "Options
+ * structs") or a field is above its maximum. The same for the two functions
+ * below. */
 RNNSTATE_API rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits *limits,
                                          rnnstate_model **model, rnnstate_error *err);
 
 /* Reads a model from an open file descriptor until end of file (e.g. 0 for
- * standard input); `label` names it in messages. The descriptor stays open. */
+ * standard input); `label` names it in messages. The descriptor stays open.
+ * A regular file at offset 0 is read like a file; a pipe or device is read
+ * as it streams, its wire format checked as the bytes arrive (garbage fails
+ * at the first byte that proves it, without waiting for the end), kept in an
+ * anonymous memory file up to 64 MiB and spooled to an unnamed temporary
+ * file in $TMPDIR (or /tmp) beyond, then read like a file. */
 RNNSTATE_API rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
                                        rnnstate_model **model, rnnstate_error *err);
 
@@ -142,33 +155,70 @@ RNNSTATE_API rnnstate_status rnnstate_model_load_memory(const void *data, size_t
 
 typedef struct rnnstate_save_options {
     size_t struct_size; /* set by rnnstate_save_options_init(), see "Options structs" */
-    /* Skip fsync() before the rename: much faster for large models on slow
-     * disks, and still atomic for the processes that read the file, but a
-     * crash of the machine soon after may leave an empty or partial file.
-     * Default: false. */
-    bool no_sync;
+    /* fsync() the file before it takes the target's place, so that it
+     * survives a crash of the machine. Default: false, like cp, compilers and
+     * onnx.save: without it the output is still atomic for the programs that
+     * read it, but after a machine crash soon after the save it may be empty
+     * or partial; with it a save takes as long as the disk needs to write it
+     * (seconds per gigabyte). */
+    bool sync;
+    /* When not NULL, the save stops (removing its temporary file) once
+     * *cancel becomes non-zero, e.g. set by the caller's signal handler, and
+     * fails with RNNSTATE_ERR_IO. Default: NULL. */
+    const volatile sig_atomic_t *cancel;
+    /* When not NULL, called with the complete temporary file, open for
+     * reading at offset 0 (`path` names the target, for messages), before it
+     * takes the target's place: a status other than RNNSTATE_OK fails the
+     * save with it, and nothing is left at `path`. Not called for devices
+     * and FIFOs, which are written in place. Default: NULL. */
+    rnnstate_status (*verify)(int fd, const char *path, void *verify_arg, rnnstate_error *err);
+    void *verify_arg;
 } rnnstate_save_options;
 
 /* Fills `options` with the defaults and sets its struct_size. */
 RNNSTATE_API void rnnstate_save_options_init(rnnstate_save_options *options);
 
-/* Serializes the model and writes it to `path` atomically: into a temporary
- * file in the same directory, flushed to disk, then renamed over `path`. On
- * any failure no file is left at `path` (a previous file there is kept) and
- * the temporary file is removed. Initializers stored in external files keep
- * resolving: their relative locations are written for the new directory (the
- * external files themselves are never read or copied). The model is not
- * modified. `options` may be NULL for the defaults.
+/* Serializes the model and writes it to `path` atomically: into an unnamed
+ * temporary file in the same directory (O_TMPFILE; a named one where that is
+ * not supported), then linked to `path` when nothing is there, or linked to a
+ * temporary name and renamed over `path`. On any failure no file is left at
+ * `path` (a previous file there is kept) and the temporary file is removed; a
+ * process killed meanwhile leaves nothing, except in the instant between
+ * naming a replacement and renaming it, whose temporary file
+ * rnnstate_remove_stale_temp_files() removes later. A replaced file's mode
+ * and, where this process may set them, owner and group are kept; a new file
+ * gets 0666 & ~umask. A symbolic link at `path` is replaced like mv does when
+ * it points to a regular file or nowhere, refused when it points to anything
+ * else; a device or FIFO is written in place. Nothing is created or written
+ * when the output would exceed protobuf's 2 GiB limit. The model's large
+ * initializers are copied from the file it was loaded from, which must be
+ * unchanged (device, inode, size, modification time). Initializers stored in
+ * external files keep resolving: their relative locations (initializers,
+ * sparse initializers, tensor attributes, in every subgraph) are written for
+ * the new directory; the external files themselves are never read or copied.
+ * The model is not modified, and no process-wide state is changed (umask,
+ * signal dispositions or masks): a caller that wants Ctrl-C to remove the
+ * temporary file handles the signal and sets *options->cancel. `options` may
+ * be NULL for the defaults.
  *
  * Returns RNNSTATE_OK; RNNSTATE_ERR_IO when the file cannot be written (or
- * `path` is a directory), when the model's source file cannot be read for its
- * weights, or when an external data file cannot be found; RNNSTATE_ERR_INVALID
- * when the model exceeds protobuf's 2 GiB limit, or an external data file
- * would lie outside the output's directory; RNNSTATE_ERR_NOMEM;
+ * `path` is a directory, or a symbolic link to something other than a
+ * regular file), when the save was cancelled, when the model's source file
+ * changed or cannot be read for its weights, or when an external data file
+ * cannot be found; RNNSTATE_ERR_INVALID when the model exceeds protobuf's
+ * 2 GiB limit, or an external data file would lie outside the output's
+ * directory; the verify callback's status; RNNSTATE_ERR_NOMEM;
  * RNNSTATE_ERR_ARGUMENT when `options` was not initialised. */
 RNNSTATE_API rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
                                                       const rnnstate_save_options *options,
                                                       rnnstate_error *err);
+
+/* Removes the temporary files that saves into `dir` left when their process
+ * was killed between naming a file and renaming it: files named
+ * ".rnnstate.tmp-PID-RANDOM" whose process PID no longer exists and that no
+ * process holds locked (a save holds its temporary file locked). A live
+ * save's file is never removed. Returns how many were removed. */
+RNNSTATE_API size_t rnnstate_remove_stale_temp_files(const char *dir);
 
 /* Writes the serialized model to an open file descriptor (a pipe, standard
  * output), streaming large initializers from the source file like

@@ -285,8 +285,45 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
     return st;
 }
 
+/* The subgraphs of an If must agree on their outputs, which become the If's
+ * (a rewrite would otherwise add an output to one branch only, and again on
+ * every run). */
+static rnnstate_status check_if_branches(const Onnx__NodeProto *node, const char *label,
+                                         rnnstate_error *err)
+{
+    const Onnx__GraphProto *then_branch = NULL, *else_branch = NULL;
+    for (size_t a = 0; a < node->n_attribute; a++) {
+        const Onnx__AttributeProto *attr = node->attribute[a];
+        if (!strcmp(str_or_empty(attr->name), "then_branch"))
+            then_branch = attr->g;
+        else if (!strcmp(str_or_empty(attr->name), "else_branch"))
+            else_branch = attr->g;
+    }
+    if (then_branch && else_branch && then_branch->n_output != else_branch->n_output)
+        return set_error(err, RNNSTATE_ERR_INVALID,
+                         "%s: invalid model: the branches of If '%s' have %zu and %zu outputs",
+                         label, str_or_empty(node->name), then_branch->n_output,
+                         else_branch->n_output);
+    return RNNSTATE_OK;
+}
+
+/* Every subgraph is held to the main graph's rules. Recursion is bounded by
+ * the loader's nesting limit. */
 rnnstate_status validate_graph_names(const Onnx__GraphProto *graph, const char *label,
                                      rnnstate_error *err)
 {
-    return check_unique(graph, label, "invalid model", err);
+    rnnstate_status st = check_unique(graph, label, "invalid model", err);
+    for (size_t n = 0; st == RNNSTATE_OK && n < graph->n_node; n++) {
+        const Onnx__NodeProto *node = graph->node[n];
+        if (!strcmp(str_or_empty(node->op_type), "If"))
+            st = check_if_branches(node, label, err);
+        for (size_t a = 0; st == RNNSTATE_OK && a < node->n_attribute; a++) {
+            const Onnx__AttributeProto *attr = node->attribute[a];
+            if (attr->g)
+                st = validate_graph_names(attr->g, label, err);
+            for (size_t k = 0; st == RNNSTATE_OK && k < attr->n_graphs; k++)
+                st = validate_graph_names(attr->graphs[k], label, err);
+        }
+    }
+    return st;
 }

@@ -1,8 +1,13 @@
 /* rnnstate-rewrite: the command line. It parses options, turns the arguments
- * into a list of (input, output) jobs, and calls the library for each. */
+ * into a list of (input, output) jobs, and calls the library for each. The
+ * signal policy lives here, not in the library: Ctrl-C, kill or a closed
+ * terminal during a save asks the save to stop and remove its temporary
+ * file, then takes effect. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +44,11 @@ static const char usage_text[] =
     "  -r, --recursive          look for models in subdirectories too\n"
     "  -n, --dry-run            analyse and report; write nothing\n"
     "      --check              re-load each written model and verify its structure\n"
-    "      --no-sync            do not fsync outputs before renaming them into place:\n"
-    "                           faster on slow disks, still atomic for readers, but a\n"
-    "                           machine crash soon after may leave a partial file\n"
+    "      --sync               fsync each output before it takes its name, so that\n"
+    "                           it survives a machine crash (default: no fsync, like\n"
+    "                           cp; the output is atomic for readers either way, but\n"
+    "                           a machine crash soon after may leave a partial file);\n"
+    "                           --no-sync is accepted and changes nothing\n"
     "\n"
     "Rewriting:\n"
     "      --state-inputs=MODE  optional (default): state inputs get zero defaults,\n"
@@ -95,7 +102,7 @@ typedef struct cli {
     string_list models;
     const char *output;
     const char *output_dir;
-    bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip, no_sync;
+    bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip, sync;
     string_list include, exclude;
     rnnstate_options options;
     rnnstate_limits limits;
@@ -183,7 +190,7 @@ static int parse_args(int argc, char **argv, cli *c)
 {
     enum { OPT_STATE_INPUTS = 256, OPT_JSON, OPT_CHECK, OPT_INCLUDE, OPT_EXCLUDE,
            OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE, OPT_TO_LAYOUT0,
-           OPT_NO_SYNC };
+           OPT_SYNC, OPT_NO_SYNC };
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "output-dir", required_argument, NULL, 'd' },
@@ -200,6 +207,7 @@ static int parse_args(int argc, char **argv, cli *c)
         { "fail-on-skip", no_argument, NULL, OPT_FAIL_ON_SKIP },
         { "max-model-size", required_argument, NULL, OPT_MAX_MODEL_SIZE },
         { "to-layout0", no_argument, NULL, OPT_TO_LAYOUT0 },
+        { "sync", no_argument, NULL, OPT_SYNC },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -224,7 +232,8 @@ static int parse_args(int argc, char **argv, cli *c)
         case OPT_EXCLUDE: list_push(&c->exclude, xstrdup(optarg)); break;
         case OPT_NAME_TEMPLATE: c->options.name_template = optarg; break;
         case OPT_TO_LAYOUT0: c->options.to_layout0 = true; break;
-        case OPT_NO_SYNC: c->no_sync = true; break;
+        case OPT_SYNC: c->sync = true; break;
+        case OPT_NO_SYNC: c->sync = false; break; /* the old default's name: accepted */
         case OPT_MAX_MODEL_SIZE:
             if (!parse_size(optarg, &c->limits.max_model_bytes))
                 return usage_error("--max-model-size takes a size such as 500M or 2G, not '%s'",
@@ -418,6 +427,188 @@ static bool make_parent_dirs(const char *path)
     return ok;
 }
 
+/* ---- signals --------------------------------------------------------------- */
+
+/* A termination signal outside a save takes effect at once (nothing is left
+ * to clean up); during a save it is held in stop_signal, the save stops and
+ * removes its temporary file (rnnstate_save_options.cancel), and then it
+ * takes effect. */
+static volatile sig_atomic_t saving, stop_signal;
+static const int termination_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+static void on_termination(int sig)
+{
+    if (!saving) {
+        signal(sig, SIG_DFL);
+        raise(sig); /* delivered when the handler returns */
+        return;
+    }
+    stop_signal = sig;
+}
+
+/* Signals the caller ignores (nohup, a background job's SIGINT) stay ignored.
+ * No SA_RESTART: a blocked write returns, so that a save notices soon. */
+static void handle_termination_signals(void)
+{
+    for (size_t i = 0; i < sizeof termination_signals / sizeof termination_signals[0]; i++) {
+        struct sigaction old, sa = { .sa_handler = on_termination };
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(termination_signals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(termination_signals[i], &sa, NULL);
+    }
+}
+
+static void end_save(void)
+{
+    saving = 0;
+    if (stop_signal) {
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+    }
+}
+
+/* A standard descriptor the caller closed is held by /dev/null opened the
+ * wrong way round, so that no file this program opens takes its number (a
+ * report printed into a model) and reading or writing it still fails with
+ * EBADF, as on the closed descriptor. */
+static void hold_closed_standard_descriptors(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+            open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY) < 0)
+            exit(EXIT_MODEL_FAILED);
+}
+
+/* ---- inputs never replaced by accident --------------------------------------- */
+
+typedef struct input_file {
+    dev_t dev;
+    ino_t ino;
+    const char *path;
+} input_file;
+
+typedef struct run_state {
+    input_file *inputs; /* every input of the run that is a file */
+    size_t n_inputs;
+    char *cleaned_dir;  /* the last directory cleared of stale temporary files */
+} run_state;
+
+static int compare_files(const void *a, const void *b)
+{
+    const input_file *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* The inputs' identities, sorted for a binary search per output. */
+static void note_inputs(const job *jobs, size_t n_jobs, run_state *rs)
+{
+    struct stat st;
+    for (size_t i = 0; i < n_jobs; i++) {
+        if (!strcmp(jobs[i].input, "-") || stat(jobs[i].input, &st) != 0)
+            continue;
+        input_file *grown = owned_array_grow(rs->inputs, rs->n_inputs, sizeof *grown);
+        if (!grown)
+            die_oom();
+        grown[rs->n_inputs++] = (input_file){ st.st_dev, st.st_ino, jobs[i].input };
+        rs->inputs = grown;
+    }
+    if (rs->n_inputs > 1)
+        qsort(rs->inputs, rs->n_inputs, sizeof *rs->inputs, compare_files);
+}
+
+/* An output that is an input of the run (the same file, however it is
+ * reached: -d onto the input's directory, a symbolic link, "..", a hard
+ * link) is not written, unless the user named it with -o. */
+static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j, const run_state *rs,
+                                                 rnnstate_error *err)
+{
+    struct stat st;
+    if (c->output || !strcmp(j->output, "-") || stat(j->output, &st) != 0 || !rs->n_inputs)
+        return RNNSTATE_OK;
+    input_file key = { st.st_dev, st.st_ino, NULL };
+    const input_file *same =
+        bsearch(&key, rs->inputs, rs->n_inputs, sizeof *rs->inputs, compare_files);
+    if (!same)
+        return RNNSTATE_OK;
+    snprintf(err->message, sizeof err->message,
+             "%s: not written: the output %s is the input %s (the same file); only -o rewrites a "
+             "model in place",
+             j->input, j->output, same->path);
+    return err->status = RNNSTATE_ERR_ARGUMENT;
+}
+
+/* Temporary files that killed runs left in an output directory go before
+ * the first save there (jobs come directory by directory). */
+static void clean_output_directory(const char *output, run_state *rs)
+{
+    char *dir = xstrdup(output);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else
+        slash[slash == dir] = '\0'; /* "/x" -> "/" */
+    if (!rs->cleaned_dir || strcmp(rs->cleaned_dir, dir) != 0) {
+        rnnstate_remove_stale_temp_files(dir);
+        free(rs->cleaned_dir);
+        rs->cleaned_dir = dir;
+    } else {
+        free(dir);
+    }
+}
+
+/* ---- writing and checking ------------------------------------------------------ */
+
+/* --check: the model re-loaded from what was written verifies against the report. */
+typedef struct check_job {
+    const cli *c;
+    const rnnstate_report *report;
+} check_job;
+
+static rnnstate_status check_loaded(rnnstate_status st, rnnstate_model *again,
+                                    const check_job *k, rnnstate_error *err)
+{
+    if (st == RNNSTATE_OK)
+        st = rnnstate_model_check(again, k->report, err);
+    rnnstate_model_free(again);
+    return st;
+}
+
+/* Runs on the complete temporary file, before it takes the output's name. */
+static rnnstate_status verify_written(int fd, const char *path, void *arg, rnnstate_error *err)
+{
+    const check_job *k = arg;
+    rnnstate_model *again = NULL;
+    rnnstate_status st = rnnstate_model_load_fd(fd, path, &k->c->limits, &again, err);
+    return check_loaded(st, again, k, err);
+}
+
+/* For outputs written in place (standard output, a device), which cannot be
+ * read back: the serialized bytes are checked before anything is written. */
+static rnnstate_status verify_in_memory(const rnnstate_model *model, const char *label,
+                                        const check_job *k, rnnstate_error *err)
+{
+    unsigned char *data = NULL;
+    size_t size = 0;
+    rnnstate_model *again = NULL;
+    rnnstate_status st = rnnstate_model_save_memory(model, &data, &size, err);
+    if (st == RNNSTATE_OK)
+        st = rnnstate_model_load_memory(data, size, label, &k->c->limits, &again, err);
+    rnnstate_buffer_free(data);
+    return check_loaded(st, again, k, err);
+}
+
+/* True when the output is written in place rather than replaced: standard
+ * output, or a device or FIFO. */
+static bool written_in_place(const char *output)
+{
+    struct stat st;
+    return !strcmp(output, "-") ||
+           (lstat(output, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) &&
+            !S_ISDIR(st.st_mode));
+}
+
 static rnnstate_status write_stdout(const rnnstate_model *model, rnnstate_error *err)
 {
     if (isatty(STDOUT_FILENO)) {
@@ -429,8 +620,14 @@ static rnnstate_status write_stdout(const rnnstate_model *model, rnnstate_error 
 }
 
 static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *model,
-                            rnnstate_error *err)
+                            const rnnstate_report *report, run_state *rs, rnnstate_error *err)
 {
+    check_job k = { c, report };
+    bool in_place = written_in_place(j->output);
+    const char *label = strcmp(j->output, "-") ? j->output : "<stdout>";
+    rnnstate_status st = RNNSTATE_OK;
+    if (c->check && in_place && (st = verify_in_memory(model, label, &k, err)) != RNNSTATE_OK)
+        return st;
     if (!strcmp(j->output, "-"))
         return write_stdout(model, err);
     if (c->output_dir && !make_parent_dirs(j->output)) {
@@ -440,32 +637,19 @@ static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *mo
         free(path);
         return err->status = RNNSTATE_ERR_IO;
     }
+    if (!in_place)
+        clean_output_directory(j->output, rs);
     rnnstate_save_options options;
     rnnstate_save_options_init(&options);
-    options.no_sync = c->no_sync;
-    return rnnstate_model_save_file(model, j->output, &options, err);
-}
-
-/* --check: re-load what was written and verify it. */
-static rnnstate_status check_written(const cli *c, const job *j, const rnnstate_model *model,
-                                     const rnnstate_report *report, rnnstate_error *err)
-{
-    rnnstate_model *again = NULL;
-    rnnstate_status st;
-    if (!strcmp(j->output, "-")) {
-        unsigned char *data;
-        size_t size;
-        st = rnnstate_model_save_memory(model, &data, &size, err);
-        if (st == RNNSTATE_OK)
-            st = rnnstate_model_load_memory(data, size, "<stdout>", &c->limits, &again, err);
-        if (st == RNNSTATE_OK)
-            rnnstate_buffer_free(data);
-    } else {
-        st = rnnstate_model_load_file(j->output, &c->limits, &again, err);
+    options.sync = c->sync;
+    options.cancel = &stop_signal;
+    if (c->check && !in_place) {
+        options.verify = verify_written;
+        options.verify_arg = &k;
     }
-    if (st == RNNSTATE_OK)
-        st = rnnstate_model_check(again, report, err);
-    rnnstate_model_free(again);
+    saving = 1;
+    st = rnnstate_model_save_file(model, j->output, &options, err);
+    end_save();
     return st;
 }
 
@@ -492,8 +676,8 @@ static void count_result(const rnnstate_report *report, run_totals *t)
 }
 
 /* Processes one job; *report is NULL when it failed (err then says why). */
-static void process(const cli *c, const job *j, FILE *text, rnnstate_report **report,
-                    rnnstate_error *err)
+static void process(const cli *c, const job *j, run_state *rs, FILE *text,
+                    rnnstate_report **report, rnnstate_error *err)
 {
     rnnstate_model *model = NULL;
     const char *label = strcmp(j->input, "-") ? j->input : "<stdin>";
@@ -505,9 +689,9 @@ static void process(const cli *c, const job *j, FILE *text, rnnstate_report **re
     if (st == RNNSTATE_OK && j->output && c->check)
         st = rnnstate_model_check(model, *report, err);
     if (st == RNNSTATE_OK && j->output)
-        st = save(c, j, model, err);
-    if (st == RNNSTATE_OK && j->output && c->check)
-        st = check_written(c, j, model, *report, err);
+        st = refuse_replacing_an_input(c, j, rs, err);
+    if (st == RNNSTATE_OK && j->output)
+        st = save(c, j, model, *report, rs, err);
     if (st == RNNSTATE_OK && !c->quiet) {
         rnnstate_report_write_text(*report, label, c->verbose, text);
         char *where = shown(label), *output = shown(j->output ? j->output : "");
@@ -526,6 +710,22 @@ static void process(const cli *c, const job *j, FILE *text, rnnstate_report **re
     rnnstate_model_free(model);
 }
 
+/* A report that could not be written (a closed standard output, a full
+ * disk) is an error: the caller would otherwise take silence for success.
+ * The message says what did happen to the models. */
+static bool report_delivered(FILE *stream, const char *what, const run_totals *t)
+{
+    if (stream != stdout)
+        return true; /* nothing to tell about a lost stderr */
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return true;
+    fprintf(stderr,
+            "rnnstate-rewrite: cannot write the %s to standard output: %s (the models were "
+            "processed: %zu rewritten, %zu unchanged, %zu failed)\n",
+            what, errno ? strerror(errno) : "write error", t->rewritten, t->unchanged, t->failed);
+    return false;
+}
+
 static int run(const cli *c, job *jobs, size_t n_jobs)
 {
     bool model_on_stdout = n_jobs == 1 && jobs[0].output && !strcmp(jobs[0].output, "-");
@@ -536,8 +736,10 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     if (!results || !errors || !reports)
         die_oom();
     run_totals t = { 0 };
+    run_state rs = { 0 };
+    note_inputs(jobs, n_jobs, &rs);
     for (size_t i = 0; i < n_jobs; i++) {
-        process(c, &jobs[i], text, &reports[i], &errors[i]);
+        process(c, &jobs[i], &rs, text, &reports[i], &errors[i]);
         count_result(reports[i], &t);
         results[i] = (rnnstate_model_result){ jobs[i].input,
                                               reports[i] ? jobs[i].output : NULL, reports[i],
@@ -549,10 +751,13 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     int status = t.failed ? EXIT_MODEL_FAILED
                  : c->fail_on_skip && t.skipped_nodes ? EXIT_SKIPPED
                                                       : EXIT_OK;
-    if (c->json && !rnnstate_report_write_json(results, n_jobs, stdout)) {
-        fprintf(stderr, "rnnstate-rewrite: cannot write the JSON report\n");
+    errno = 0;
+    if (c->json)
+        rnnstate_report_write_json(results, n_jobs, stdout);
+    if (!report_delivered(c->json ? stdout : text, c->json ? "JSON report" : "report", &t))
         status = EXIT_MODEL_FAILED;
-    }
+    free(rs.inputs);
+    free(rs.cleaned_dir);
     for (size_t i = 0; i < n_jobs; i++)
         rnnstate_report_free(reports[i]);
     free(results);
@@ -563,6 +768,8 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
 
 int main(int argc, char **argv)
 {
+    hold_closed_standard_descriptors();
+    handle_termination_signals();
     cli c = { 0 };
     job *jobs = NULL;
     size_t n_jobs = 0, empty_dirs = 0;

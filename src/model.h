@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "error.h"
 #include "onnx.pb-c.h"
@@ -30,6 +31,7 @@ struct rnnstate_model {
     char *label;
     char *source_dir; /* where the file was read from (external data resolves there), or NULL */
     int source_fd;    /* holds the lazy tensors' data, or -1 */
+    struct stat source_stat; /* source_fd when loaded: it must be unchanged when saved */
     lazy_tensor *lazy;
     size_t n_lazy;
 };

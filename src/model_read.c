@@ -1,4 +1,4 @@
-#define _GNU_SOURCE /* O_TMPFILE */
+#define _GNU_SOURCE /* O_TMPFILE, memfd_create */
 /* Loading models.
  *
  * From memory or a pipe, the bytes are unpacked with protobuf-c. From a
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,66 +33,39 @@ void rnnstate_limits_init(rnnstate_limits *limits)
 }
 
 /* The caller's limits (NULL: the defaults) in *l; zero fields mean "the
- * default". */
+ * default"; values past the documented maxima are refused (a nesting limit
+ * near SIZE_MAX would overflow the scanners' stack sizes and defeat the
+ * recursion guard). */
 static rnnstate_status read_limits(const rnnstate_limits *limits, rnnstate_limits *l,
                                    rnnstate_error *err)
 {
     rnnstate_limits_init(l);
     rnnstate_limits given = *l;
     rnnstate_status st = options_read(&given, sizeof given, limits, "rnnstate_limits", err);
+    if (st != RNNSTATE_OK)
+        return st;
+    if (given.max_model_bytes > RNNSTATE_DEFAULT_MAX_MODEL_BYTES)
+        return set_error(err, RNNSTATE_ERR_ARGUMENT,
+                         "limits: max_model_bytes %zu is more than the maximum of %zu (protobuf's "
+                         "own limit)",
+                         given.max_model_bytes, RNNSTATE_DEFAULT_MAX_MODEL_BYTES);
+    if (given.max_nesting > RNNSTATE_MAX_NESTING)
+        return set_error(err, RNNSTATE_ERR_ARGUMENT,
+                         "limits: max_nesting %zu is more than the maximum of %zu",
+                         given.max_nesting, RNNSTATE_MAX_NESTING);
     if (given.max_model_bytes)
         l->max_model_bytes = given.max_model_bytes;
     if (given.max_nesting)
         l->max_nesting = given.max_nesting;
     if (given.lazy_tensor_bytes)
         l->lazy_tensor_bytes = given.lazy_tensor_bytes;
-    return st;
+    return RNNSTATE_OK;
 }
 
 static rnnstate_status too_large(const char *label, size_t limit, rnnstate_error *err)
 {
     return set_error(err, RNNSTATE_ERR_INVALID,
                      "%s: larger than the limit of %zu bytes (see --max-model-size)", label, limit);
-}
-
-/* Reads to end of file, refusing more than `limit` bytes before it has
- * allocated them (the size of a pipe is not known in advance). */
-static rnnstate_status read_fd(int fd, const char *path, size_t limit, unsigned char **data,
-                               size_t *size, rnnstate_error *err)
-{
-    size_t cap = 1 << 16, len = 0;
-    unsigned char *buf = malloc(cap);
-    if (!buf)
-        return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", path);
-    for (;;) {
-        if (len > limit) {
-            free(buf);
-            return too_large(path, limit, err);
-        }
-        if (len == cap) {
-            unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!grown) {
-                free(buf);
-                return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", path);
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        ssize_t got = read(fd, buf + len, cap - len);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            int e = errno;
-            free(buf);
-            return set_error(err, RNNSTATE_ERR_IO, "%s: cannot read: %s", path, strerror(e));
-        }
-        if (got == 0)
-            break;
-        len += (size_t)got;
-    }
-    *data = buf;
-    *size = len;
-    return RNNSTATE_OK;
 }
 
 static rnnstate_status check_is_model(const Onnx__ModelProto *proto, const char *label,
@@ -118,6 +92,24 @@ static rnnstate_model *model_new(const char *label)
     return m;
 }
 
+/* protobuf-c says only "failed" when it cannot unpack: these note whether an
+ * allocation failed, so that running out of memory is not reported as a
+ * corrupt file. The model is later freed with the default allocator, which
+ * is the same malloc() and free(). */
+static void *alloc_noting_failure(void *failed, size_t size)
+{
+    void *p = malloc(size);
+    if (!p)
+        *(bool *)failed = true;
+    return p;
+}
+
+static void free_allocation(void *unused, void *p)
+{
+    (void)unused;
+    free(p);
+}
+
 /* Checks and unpacks serialized bytes into a new model. */
 static rnnstate_status unpack(const void *data, size_t size, const char *label,
                               const rnnstate_limits *l, rnnstate_model **model,
@@ -129,7 +121,12 @@ static rnnstate_status unpack(const void *data, size_t size, const char *label,
     rnnstate_status st = wire_scan_model(data, size, l->max_nesting, label, err);
     if (st != RNNSTATE_OK)
         return st;
-    Onnx__ModelProto *proto = onnx__model_proto__unpack(NULL, size, data);
+    bool out_of_memory = false;
+    ProtobufCAllocator noting_failures = { alloc_noting_failure, free_allocation, &out_of_memory };
+    Onnx__ModelProto *proto = onnx__model_proto__unpack(&noting_failures, size, data);
+    if (!proto && out_of_memory)
+        return set_error(err, RNNSTATE_ERR_NOMEM,
+                         "%s: out of memory while parsing the model (%zu bytes)", label, size);
     if (!proto)
         return set_error(err, RNNSTATE_ERR_NOT_MODEL,
                          "%s: not an ONNX model: protobuf parsing failed (truncated or corrupt "
@@ -198,10 +195,11 @@ static char *directory_of(const char *path)
 
 /* A regular file: scanned lazily, the file kept open for the writer.
  * `path` locates external data; NULL when unknown (standard input). */
-static rnnstate_status load_regular_file(int fd, uint64_t size, const char *label,
+static rnnstate_status load_regular_file(int fd, const struct stat *file, const char *label,
                                          const char *path, const rnnstate_limits *l,
                                          rnnstate_model **model, rnnstate_error *err)
 {
+    uint64_t size = (uint64_t)file->st_size;
     if (size > l->max_model_bytes)
         return too_large(label, l->max_model_bytes, err);
     if (size == 0)
@@ -216,6 +214,8 @@ static rnnstate_status load_regular_file(int fd, uint64_t size, const char *labe
         if (st == RNNSTATE_OK && ((*model)->source_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
             st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot keep the file open: %s", label,
                            strerror(errno));
+        if (st == RNNSTATE_OK)
+            (*model)->source_stat = *file;
     }
     if (st == RNNSTATE_OK && path && !((*model)->source_dir = directory_of(path)))
         st = set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
@@ -242,12 +242,20 @@ rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
         status = set_error(err, RNNSTATE_ERR_IO, "%s: is a directory, not a model file", path);
     else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-        status = load_regular_file(fd, (uint64_t)st.st_size, path, path, &l, model, err);
+        status = load_regular_file(fd, &st, path, path, &l, model, err);
     else
         status = rnnstate_model_load_fd(fd, path, &l, model, err);
     close(fd);
     return status;
 }
+
+/* A stream (a pipe, a device) is copied into an anonymous memory file
+ * (memfd) up to this size, and beyond it into an unnamed temporary file on
+ * disk. Either is then loaded as a model file is, so that the output is the
+ * same byte for byte, and its large initializers are copied from it when the
+ * model is saved. */
+#define STREAM_IN_MEMORY_BYTES ((uint64_t)64 << 20)
+#define STREAM_CHUNK ((size_t)1 << 20)
 
 /* An unnamed temporary file for spooling, or -1 when there is none to be had. */
 static int open_spool_file(void)
@@ -256,30 +264,137 @@ static int open_spool_file(void)
     return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
-/* Copies a pipe into `out`, so that a large model read from standard input
- * takes disk, not memory, like one read from a file. */
-static rnnstate_status spool(int fd, int out, const char *label, size_t limit, uint64_t *size,
-                             rnnstate_error *err)
+typedef struct stream_copy {
+    int fd;       /* the memory file, then the disk file; -1 before the first byte */
+    bool on_disk;
+    uint64_t len;
+} stream_copy;
+
+static bool write_fully(int fd, const unsigned char *data, size_t size)
 {
-    unsigned char *buf = malloc(1 << 20);
-    rnnstate_status st =
-        buf ? RNNSTATE_OK : set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
-    *size = 0;
-    while (st == RNNSTATE_OK) {
-        ssize_t got = read(fd, buf, 1 << 20);
+    while (size > 0) {
+        ssize_t put = write(fd, data, size);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0)
+            return false;
+        data += put;
+        size -= (size_t)put;
+    }
+    return true;
+}
+
+/* Moves the memory file's bytes to a disk file once the stream outgrows
+ * memory; stays in memory where there is no temporary directory. */
+static bool spool_to_disk(stream_copy *c, unsigned char *buf)
+{
+    int disk = open_spool_file();
+    if (disk < 0)
+        return true;
+    bool ok = true;
+    for (uint64_t at = 0; ok && at < c->len;) {
+        ssize_t got = pread(c->fd, buf, STREAM_CHUNK, (off_t)at);
+        ok = got > 0 && write_fully(disk, buf, (size_t)got);
+        at += got > 0 ? (uint64_t)got : 0;
+    }
+    close(c->fd);
+    c->fd = disk;
+    c->on_disk = true;
+    return ok;
+}
+
+/* Appends a chunk to the copy; `spare` is a buffer of STREAM_CHUNK bytes. */
+static rnnstate_status keep_chunk(stream_copy *c, const unsigned char *chunk, size_t n,
+                                  unsigned char *spare, const char *label, rnnstate_error *err)
+{
+    if (c->fd < 0 && (c->fd = memfd_create("rnnstate-stream", MFD_CLOEXEC)) < 0 &&
+        (c->fd = open_spool_file()) < 0)
+        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot keep the input in a temporary file: %s",
+                         label, strerror(errno));
+    if ((!c->on_disk && c->len + n > STREAM_IN_MEMORY_BYTES && !spool_to_disk(c, spare)) ||
+        !write_fully(c->fd, chunk, n))
+        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot keep the input in a temporary file: %s",
+                         label, strerror(errno));
+    c->len += n;
+    return RNNSTATE_OK;
+}
+
+/* A wire_reader over a stream: the refill reads the next chunk, keeps it
+ * (stream_copy) and makes it the window. Values the check skips are read
+ * and kept all the same; the check never goes back. */
+typedef struct stream_reader {
+    wire_reader wire; /* first: the refill gets the stream_reader back from it */
+    int fd;
+    const char *label;
+    unsigned char *chunk, *spare;
+    stream_copy *copy;
+    int read_errno;        /* a failed read() */
+    bool ended;            /* read() returned 0 */
+    rnnstate_status kept;  /* keeping a chunk failed (err says why) */
+    rnnstate_error *err;
+} stream_reader;
+
+static bool stream_refill(wire_reader *w)
+{
+    stream_reader *s = (stream_reader *)w;
+    while (w->pos >= w->window_start + w->window_len) {
+        uint64_t next = w->window_start + w->window_len;
+        ssize_t got = read(s->fd, s->chunk, STREAM_CHUNK);
         if (got < 0 && errno == EINTR)
             continue;
-        if (got < 0)
-            st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot read: %s", label, strerror(errno));
-        else if (got == 0)
-            break;
-        else if ((*size += (uint64_t)got) > limit)
-            st = too_large(label, limit, err);
-        else if (write(out, buf, (size_t)got) != got)
-            st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot spool to a temporary file: %s",
-                           label, strerror(errno));
+        if (got <= 0) {
+            s->read_errno = got < 0 ? errno : 0;
+            s->ended = got == 0;
+            if (s->ended)
+                w->size = next; /* the model ends here */
+            return false;
+        }
+        s->kept = keep_chunk(s->copy, s->chunk, (size_t)got, s->spare, s->label, s->err);
+        if (s->kept != RNNSTATE_OK)
+            return false;
+        w->window = s->chunk;
+        w->window_start = next;
+        w->window_len = (size_t)got;
     }
-    free(buf);
+    return w->pos >= w->window_start;
+}
+
+/* Whether more bytes follow once the check has reached the size limit. */
+static bool more_follows(stream_reader *s)
+{
+    s->wire.size = UINT64_MAX;
+    s->wire.pos = s->wire.window_start + s->wire.window_len;
+    return stream_refill(&s->wire);
+}
+
+/* Reads a stream to its end, checking the wire format as the bytes arrive:
+ * garbage is refused at the first byte that proves it, without waiting for
+ * more (a stalled pipe) or reading on to the size limit (/dev/urandom). */
+static rnnstate_status read_stream(int fd, const char *label, const rnnstate_limits *l,
+                                   stream_copy *c, rnnstate_error *err)
+{
+    stream_reader s = { .wire = { .size = l->max_model_bytes, .refill = stream_refill },
+                        .fd = fd, .label = label, .copy = c, .err = err };
+    s.chunk = malloc(STREAM_CHUNK);
+    s.spare = malloc(STREAM_CHUNK);
+    if (!s.chunk || !s.spare) {
+        free(s.chunk);
+        free(s.spare);
+        return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
+    }
+    rnnstate_error scan_err;
+    rnnstate_status st =
+        wire_scan_stream(&s.wire, l->max_model_bytes, l->max_nesting, label, &scan_err);
+    if (s.kept == RNNSTATE_OK && s.read_errno)
+        st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot read: %s", label, strerror(s.read_errno));
+    else if (s.kept != RNNSTATE_OK)
+        st = s.kept;
+    else if (st != RNNSTATE_OK && err)
+        *err = scan_err;
+    else if (st == RNNSTATE_OK && !s.ended && more_follows(&s))
+        st = too_large(label, l->max_model_bytes, err);
+    free(s.chunk);
+    free(s.spare);
     return st;
 }
 
@@ -292,24 +407,22 @@ rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate
     if (status != RNNSTATE_OK)
         return status;
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0)
-        return load_regular_file(fd, (uint64_t)st.st_size, label, NULL, &l, model, err);
-    int spooled = open_spool_file();
-    if (spooled >= 0) {
-        uint64_t size = 0;
-        status = spool(fd, spooled, label, l.max_model_bytes, &size, err);
-        if (status == RNNSTATE_OK)
-            status = load_regular_file(spooled, size, label, NULL, &l, model, err);
-        close(spooled);
-        return status;
-    }
-    /* no temporary directory to spool to: read into memory */
-    unsigned char *data = NULL;
-    size_t n = 0;
-    status = read_fd(fd, label, l.max_model_bytes, &data, &n, err);
+    if (fstat(fd, &st) != 0)
+        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot read: %s", label, strerror(errno));
+    if (S_ISREG(st.st_mode) && lseek(fd, 0, SEEK_CUR) == 0)
+        return load_regular_file(fd, &st, label, NULL, &l, model, err);
+    stream_copy c = { .fd = -1 };
+    status = read_stream(fd, label, &l, &c, err);
+    if (status == RNNSTATE_OK && c.fd < 0)
+        status = set_error(err, RNNSTATE_ERR_NOT_MODEL, "%s: empty file, not an ONNX model", label);
+    if (status == RNNSTATE_OK && fstat(c.fd, &st) != 0)
+        status = set_error(err, RNNSTATE_ERR_IO,
+                           "%s: cannot keep the input in a temporary file: %s", label,
+                           strerror(errno));
     if (status == RNNSTATE_OK)
-        status = unpack(data, n, label, &l, model, err);
-    free(data);
+        status = load_regular_file(c.fd, &st, label, NULL, &l, model, err);
+    if (c.fd >= 0)
+        close(c.fd);
     return status;
 }
 

@@ -2,76 +2,91 @@
 /* Saving models.
  *
  * The writer serializes the model with protobuf-c, except the lazy
- * initializers (lazy_scan.h), whose bytes it copies from the source file with
- * copy_file_range(), so that they never pass through memory. Field order in
- * the output may differ from the input; every field, known or not, survives.
+ * initializers (lazy_scan.h), whose bytes it copies from the source file, so
+ * that they never pass through memory: with copy_file_range() where the
+ * source and destination offsets are congruent modulo the block size (the
+ * file system can then share or copy whole blocks), else with pread() and
+ * write() through a large buffer (copy_file_range() between misaligned
+ * offsets is several times slower on ext4). Field order in the output may
+ * differ from the input; every field, known or not, survives.
  *
- * Saving to a file is atomic: the model is written to an unnamed file
- * (O_TMPFILE) in the target directory, flushed with fsync(), then linked
- * under a temporary name and renamed over the target. A process killed on
- * the way leaves nothing behind. Where O_TMPFILE is not supported, a named
- * temporary file is used and removed on failure. */
+ * Saving to a file is atomic. The model is written to an unnamed file
+ * (O_TMPFILE) in the target directory and, when nothing is at the target,
+ * linked there in one step: a process killed at any moment leaves nothing
+ * behind. Replacing a file takes a temporary name and a rename(); a process
+ * killed between the two leaves that name, which the next run into the
+ * directory removes (rnnstate_remove_stale_temp_files). Where O_TMPFILE is
+ * not supported, a named temporary file is used and removed on failure. The
+ * library changes no process-wide state: no umask(), no signal mask; the
+ * caller may ask a save to stop through rnnstate_save_options.cancel. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/sendfile.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "array.h"
 #include "wire.h"
 #include "model.h"
-#include "options.h"
 #include "onnx_build.h"
+#include "options.h"
 
 #define FIELD_GRAPH_KEY ((7 << 3) | 2)       /* ModelProto.graph */
 #define FIELD_INITIALIZER_KEY ((5 << 3) | 2) /* GraphProto.initializer */
-#define MAX_PROTOBUF_BYTES ((uint64_t)2 << 30)
+/* The largest output written: what the loader (and protobuf) accept. */
+#define MAX_OUTPUT_BYTES ((uint64_t)RNNSTATE_DEFAULT_MAX_MODEL_BYTES)
 
 /* ---- where the bytes go -------------------------------------------------- */
 
 typedef struct sink {
     int fd;             /* a file, or -1 for memory */
-    bool start_writeback; /* the file will be fsync()ed: start writing it out early */
     uint64_t written;   /* bytes put in the file so far */
+    bool start_writeback; /* the file will be fsync()ed: start writing it out early */
     uint64_t flushed;   /* bytes handed to writeback so far */
+    uint64_t fd_start;  /* the file offset at which writing began, or UINT64_MAX (a pipe) */
+    uint64_t block;     /* the block size congruence is judged by */
     unsigned char *buf; /* memory */
     size_t len, cap;
     int src_fd;         /* the lazy tensors' file */
-    const sigset_t *abort_on; /* blocked signals that, once pending, end the write */
-    int error;          /* errno of the first failure */
+    const volatile sig_atomic_t *cancel; /* the caller's request to stop, or NULL */
+    int error;          /* errno of the first failure to write (or ECANCELED) */
+    int src_error;      /* errno of the first failure to read the source, EIO when it shrank */
 } sink;
 
-/* A blocked termination signal arrived: give up (EINTR), so the caller can
- * remove its temporary file before the signal takes effect. */
+/* The caller asked to stop: give up, so that the temporary file goes. */
 static bool interrupted(sink *s)
 {
-    sigset_t pending;
-    if (!s->abort_on || s->error || sigpending(&pending) != 0)
-        return s->error != 0;
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sigismember(s->abort_on, sig) == 1 && sigismember(&pending, sig) == 1)
-            s->error = EINTR;
-    return s->error != 0;
+    if (!s->error && !s->src_error && s->cancel && *s->cancel)
+        s->error = ECANCELED;
+    return s->error || s->src_error;
 }
 
-/* Copies are made in steps of this size, so that a signal is noticed soon. */
+/* Copies are made in steps of this size, so that a request to stop is
+ * noticed soon. */
 #define COPY_STEP ((uint64_t)64 << 20)
+/* pread()/write() copies go through a buffer this large. */
+#define COPY_BUFFER ((size_t)4 << 20)
 
-static bool write_all(int fd, const unsigned char *data, size_t size)
+static bool write_all(sink *s, const unsigned char *data, size_t size)
 {
     while (size > 0) {
-        ssize_t put = write(fd, data, size);
-        if (put < 0 && errno == EINTR)
+        ssize_t put = write(s->fd, data, size);
+        if (put < 0 && errno == EINTR) {
+            if (interrupted(s))
+                return false;
             continue;
+        }
         if (put <= 0) {
-            if (put == 0)
-                errno = EIO;
+            s->error = put == 0 ? EIO : errno;
             return false;
         }
         data += put;
@@ -80,9 +95,10 @@ static bool write_all(int fd, const unsigned char *data, size_t size)
     return true;
 }
 
-/* Hands what was written so far to the kernel's writeback in large steps,
- * so that the disk works while the copy goes on and the final fsync() has
- * little left to do. A hint only: failures are ignored (fsync reports). */
+/* With --sync, hands what was written so far to the kernel's writeback in
+ * large steps, so that the disk works while the copy goes on and the final
+ * fsync() has little left to do. A hint only: failures are ignored (fsync
+ * reports). */
 static void start_writeback(sink *s)
 {
     if (!s->start_writeback || s->written - s->flushed < ((uint64_t)64 << 20))
@@ -97,11 +113,11 @@ static bool sink_write(sink *s, const void *data, size_t size)
     if (interrupted(s))
         return false;
     if (s->fd >= 0) {
-        if (!write_all(s->fd, data, size))
-            s->error = errno;
+        if (!write_all(s, data, size))
+            return false;
         s->written += size;
         start_writeback(s);
-        return !s->error;
+        return true;
     }
     if (s->len + size > s->cap) {
         size_t cap = s->cap ? s->cap : 4096;
@@ -120,63 +136,71 @@ static bool sink_write(sink *s, const void *data, size_t size)
     return true;
 }
 
-/* Copies [offset, offset + length) of the source file with read/write. */
+/* Copies [offset, offset + length) of the source file with pread/write. */
 static bool copy_by_reading(sink *s, uint64_t offset, uint64_t length)
 {
-    unsigned char *chunk = malloc(1 << 20);
+    size_t chunk_size = length < COPY_BUFFER ? (size_t)length : COPY_BUFFER;
+    unsigned char *chunk = malloc(chunk_size ? chunk_size : 1);
     if (!chunk) {
         s->error = ENOMEM;
         return false;
     }
-    while (length > 0 && !s->error) {
-        size_t want = length < (1 << 20) ? (size_t)length : (1 << 20);
+    while (length > 0 && !interrupted(s)) {
+        size_t want = length < chunk_size ? (size_t)length : chunk_size;
         ssize_t got = pread(s->src_fd, chunk, want, (off_t)offset);
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
-            s->error = got < 0 ? errno : EIO;
+            s->src_error = got < 0 ? errno : EIO; /* EOF: the file shrank */
         else if (sink_write(s, chunk, (size_t)got)) {
             offset += (uint64_t)got;
             length -= (uint64_t)got;
         }
     }
     free(chunk);
-    return !s->error;
+    return !interrupted(s);
 }
 
-/* Copies a lazy tensor's bytes file to file in the kernel where it can. */
+/* copy_file_range() shares or copies whole blocks when the source and
+ * destination offsets agree modulo the block size; otherwise the file
+ * system copies through partial blocks, much slower than pread/write. */
+static bool offsets_congruent(const sink *s, uint64_t offset)
+{
+    return s->fd >= 0 && s->fd_start != UINT64_MAX &&
+           offset % s->block == (s->fd_start + s->written) % s->block;
+}
+
+/* Copies a lazy tensor's bytes file to file, in the kernel where that is fast. */
 static bool sink_copy(sink *s, uint64_t offset, uint64_t length)
 {
-    if (interrupted(s))
-        return false;
     loff_t in = (loff_t)offset;
-    while (s->fd >= 0 && length > 0 && !interrupted(s)) {
-        uint64_t step = s->abort_on && length > COPY_STEP ? COPY_STEP : length;
+    while (offsets_congruent(s, (uint64_t)in) && length > 0 && !interrupted(s)) {
+        size_t step = length > COPY_STEP ? (size_t)COPY_STEP : (size_t)length;
         ssize_t n = copy_file_range(s->src_fd, &in, s->fd, NULL, step, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            break; /* not supported here (another file system, a pipe...): fall back */
+            break; /* EOF, or not supported here: pread/write says which */
         length -= (uint64_t)n;
         s->written += (uint64_t)n;
         start_writeback(s);
     }
-    while (s->fd >= 0 && length > 0 && !interrupted(s)) {
-        off_t at = (off_t)in;
-        uint64_t step = s->abort_on && length > COPY_STEP ? COPY_STEP : length;
-        ssize_t n = sendfile(s->fd, s->src_fd, &at, step);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        in = at;
-        length -= (uint64_t)n;
-        s->written += (uint64_t)n;
-        start_writeback(s);
-    }
-    if (s->error)
+    if (interrupted(s))
         return false;
     return length == 0 || copy_by_reading(s, (uint64_t)in, length);
+}
+
+/* A sink writing to fd from its current offset. */
+static sink file_sink(int fd, int src_fd, const rnnstate_save_options *o)
+{
+    sink s = { .fd = fd, .src_fd = src_fd, .cancel = o->cancel, .block = 4096,
+               .start_writeback = o->sync };
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    s.fd_start = at < 0 ? UINT64_MAX : (uint64_t)at;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_blksize > 4096)
+        s.block = (uint64_t)st.st_blksize;
+    return s;
 }
 
 /* ---- serialization ------------------------------------------------------- */
@@ -260,47 +284,127 @@ static bool emit_initializer(sink *s, const rnnstate_model *m, const Onnx__Tenso
            sink_message(s, &t->base);
 }
 
+/* The main graph and the model without the graph's initializers, and the
+ * model without its graph: shallow copies, packed in place of the originals,
+ * so that the model itself is never touched (several threads may save it at
+ * once). */
+typedef struct bare_parts {
+    Onnx__GraphProto graph;
+    Onnx__ModelProto model;
+} bare_parts;
+
+static bare_parts bare(const Onnx__ModelProto *proto)
+{
+    bare_parts b = { *proto->graph, *proto };
+    b.graph.initializer = NULL;
+    b.graph.n_initializer = 0;
+    b.model.graph = NULL;
+    return b;
+}
+
+/* The main graph's size with its initializers written as emit_lazy_model()
+ * writes them. */
+static uint64_t lazy_graph_size(const rnnstate_model *m, const Onnx__ModelProto *proto)
+{
+    const Onnx__GraphProto *g = proto->graph;
+    uint64_t size = 0;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        size += initializer_field_size(m, g->initializer[i]);
+    bare_parts b = bare(proto);
+    return size + onnx__graph_proto__get_packed_size(&b.graph);
+}
+
+/* The size of the serialized model, computed without serializing it; for a
+ * lazy model, *graph_size is the main graph's. */
+static uint64_t output_size(const rnnstate_model *m, const Onnx__ModelProto *proto,
+                            uint64_t *graph_size)
+{
+    if (!m->n_lazy)
+        return protobuf_c_message_get_packed_size(&proto->base);
+    *graph_size = lazy_graph_size(m, proto);
+    bare_parts b = bare(proto);
+    uint64_t rest = protobuf_c_message_get_packed_size(&b.model.base);
+    return rest + 1 + varint_size(*graph_size) + *graph_size;
+}
+
 /* The model with the main graph's initializers written one by one: lazy
  * ones copied from the source file, the others packed. The graph's other
  * fields come first, then its initializers, then nothing: protobuf allows
  * any field order, and merges nothing here (each field appears once). */
-static rnnstate_status emit_model(const rnnstate_model *m, const Onnx__ModelProto *proto, sink *s,
-                                  rnnstate_error *err)
+static void emit_lazy_model(const rnnstate_model *m, const Onnx__ModelProto *proto, sink *s,
+                            uint64_t graph_size)
 {
     const Onnx__GraphProto *g = proto->graph;
-    if (!m->n_lazy) {
+    bare_parts b = bare(proto);
+    unsigned char key = FIELD_GRAPH_KEY;
+    bool ok = sink_message(s, &b.model.base) && sink_write(s, &key, 1) &&
+              sink_varint(s, graph_size) && sink_message(s, &b.graph.base);
+    pending_copy pending = { 0, 0 };
+    for (size_t i = 0; ok && i < g->n_initializer; i++)
+        ok = emit_initializer(s, m, g->initializer[i], &pending);
+    if (ok)
+        flush_copy(s, &pending);
+}
+
+/* The lazy weights are copied from the file the model was loaded from,
+ * which must be unchanged (same device, inode, size and modification time):
+ * checked just before the copy starts; a file that shrinks during the copy
+ * is caught by the copy. */
+static rnnstate_status check_source_unchanged(const rnnstate_model *m, rnnstate_error *err)
+{
+    struct stat now;
+    const struct stat *then = &m->source_stat;
+    if (m->source_fd < 0)
+        return RNNSTATE_OK;
+    if (fstat(m->source_fd, &now) != 0)
+        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot read its weights back: %s", m->label,
+                         strerror(errno));
+    if (now.st_dev != then->st_dev || now.st_ino != then->st_ino ||
+        now.st_size != then->st_size || now.st_mtim.tv_sec != then->st_mtim.tv_sec ||
+        now.st_mtim.tv_nsec != then->st_mtim.tv_nsec)
+        return set_error(err, RNNSTATE_ERR_IO,
+                         "%s: the file changed since it was loaded (its size or modification "
+                         "time differs), so its weights cannot be copied: nothing written",
+                         m->label);
+    return RNNSTATE_OK;
+}
+
+/* What every save checks before it creates or writes anything: the output
+ * stays within protobuf's limit. *graph_size is for emit_model(). */
+static rnnstate_status check_before_writing(const rnnstate_model *m,
+                                            const Onnx__ModelProto *proto, uint64_t *graph_size,
+                                            rnnstate_error *err)
+{
+    uint64_t size = output_size(m, proto, graph_size);
+    if (size > MAX_OUTPUT_BYTES)
+        return set_error(err, RNNSTATE_ERR_INVALID,
+                         "%s: the rewritten model would take %llu bytes, more than protobuf's "
+                         "limit of 2 GiB: nothing written",
+                         m->label, (unsigned long long)size);
+    return RNNSTATE_OK;
+}
+
+/* Writes the model (checked by check_before_writing()) into the sink. An
+ * error reading the source is reported here, naming the model; the caller
+ * reports s->error, naming the destination. */
+static rnnstate_status emit_model(const rnnstate_model *m, const Onnx__ModelProto *proto,
+                                  sink *s, uint64_t graph_size, rnnstate_error *err)
+{
+    rnnstate_status st = check_source_unchanged(m, err);
+    if (st != RNNSTATE_OK)
+        return st;
+    if (!m->n_lazy)
         sink_message(s, &proto->base);
-    } else {
-        Onnx__TensorProto **inits = g->initializer;
-        size_t n_inits = g->n_initializer;
-        uint64_t graph_size = 0;
-        for (size_t i = 0; i < n_inits; i++)
-            graph_size += initializer_field_size(m, inits[i]);
-        /* shallow copies without the graph and its initializers are packed:
-         * the model itself is not touched (it may be saved from several
-         * threads at once) */
-        Onnx__GraphProto bare_graph = *g;
-        bare_graph.initializer = NULL;
-        bare_graph.n_initializer = 0;
-        Onnx__ModelProto bare_model = *proto;
-        bare_model.graph = NULL;
-        graph_size += onnx__graph_proto__get_packed_size(&bare_graph);
-        unsigned char key = FIELD_GRAPH_KEY;
-        bool ok = graph_size <= MAX_PROTOBUF_BYTES && sink_message(s, &bare_model.base) &&
-                  sink_write(s, &key, 1) && sink_varint(s, graph_size) &&
-                  sink_message(s, &bare_graph.base);
-        if (graph_size > MAX_PROTOBUF_BYTES)
-            return set_error(err, RNNSTATE_ERR_INVALID,
-                             "%s: the rewritten model exceeds the 2 GiB protobuf limit", m->label);
-        pending_copy pending = { 0, 0 };
-        for (size_t i = 0; ok && i < n_inits; i++)
-            ok = emit_initializer(s, m, inits[i], &pending);
-        if (ok)
-            flush_copy(s, &pending);
-    }
+    else
+        emit_lazy_model(m, proto, s, graph_size);
     if (s->error == ENOMEM)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
-    return RNNSTATE_OK; /* I/O errors are the caller's to report, with the path */
+    if (s->src_error)
+        return set_error(err, RNNSTATE_ERR_IO,
+                         "%s: cannot read its weights back: %s: nothing written", m->label,
+                         s->src_error == EIO ? "the file shrank since it was loaded"
+                                             : strerror(s->src_error));
+    return RNNSTATE_OK;
 }
 
 rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned char **data,
@@ -308,18 +412,20 @@ rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned
 {
     *data = NULL;
     *size = 0;
+    uint64_t graph_size = 0;
+    rnnstate_status st = check_before_writing(model, model->proto, &graph_size, err);
+    if (st != RNNSTATE_OK)
+        return st;
     sink s = { .fd = -1, .src_fd = model->source_fd };
-    rnnstate_status st = emit_model(model, model->proto, &s, err);
-    if (st == RNNSTATE_OK && s.error)
-        st = set_error(err, RNNSTATE_ERR_IO, "%s: cannot read the source file: %s", model->label,
-                       strerror(s.error));
+    st = emit_model(model, model->proto, &s, graph_size, err);
     if (st != RNNSTATE_OK) {
         free(s.buf);
         return st;
     }
     *data = s.buf ? s.buf : malloc(1);
     *size = s.len;
-    return *data ? RNNSTATE_OK : set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
+    return *data ? RNNSTATE_OK
+                 : set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
 }
 
 /* ---- external data --------------------------------------------------------- */
@@ -449,11 +555,59 @@ static Onnx__TensorProto *relocated_tensor(relocations *r, const Onnx__TensorPro
     return r->status == RNNSTATE_OK ? copy : NULL;
 }
 
+/* A sparse tensor's values and indices are tensors of their own. */
+static Onnx__SparseTensorProto *relocated_sparse(relocations *r, const Onnx__SparseTensorProto *s)
+{
+    Onnx__TensorProto *values = s->values ? relocated_tensor(r, s->values) : NULL;
+    Onnx__TensorProto *indices = s->indices ? relocated_tensor(r, s->indices) : NULL;
+    if (r->status != RNNSTATE_OK || (!values && !indices))
+        return NULL;
+    Onnx__SparseTensorProto *copy = keep_copy(r, s, sizeof *s);
+    if (copy) {
+        copy->values = values ? values : s->values;
+        copy->indices = indices ? indices : s->indices;
+    }
+    return copy;
+}
+
+/* A copy of an array of `n` tensors (sparse tensors) in which those whose
+ * locations change are replaced, or NULL when none changes. */
+static Onnx__TensorProto **relocated_tensors(relocations *r, Onnx__TensorProto *const *items,
+                                             size_t n)
+{
+    Onnx__TensorProto **copy = NULL;
+    for (size_t i = 0; r->status == RNNSTATE_OK && i < n; i++) {
+        Onnx__TensorProto *t = relocated_tensor(r, items[i]);
+        if (t && (copy || (copy = keep_copy(r, items, n * sizeof *copy))))
+            copy[i] = t;
+    }
+    return r->status == RNNSTATE_OK ? copy : NULL;
+}
+
+static Onnx__SparseTensorProto **relocated_sparse_tensors(relocations *r,
+                                                          Onnx__SparseTensorProto *const *items,
+                                                          size_t n)
+{
+    Onnx__SparseTensorProto **copy = NULL;
+    for (size_t i = 0; r->status == RNNSTATE_OK && i < n; i++) {
+        Onnx__SparseTensorProto *t = relocated_sparse(r, items[i]);
+        if (t && (copy || (copy = keep_copy(r, items, n * sizeof *copy))))
+            copy[i] = t;
+    }
+    return r->status == RNNSTATE_OK ? copy : NULL;
+}
+
 static Onnx__GraphProto *relocated_graph(relocations *r, const Onnx__GraphProto *g);
 
+/* TENSOR, TENSORS, SPARSE_TENSOR, SPARSE_TENSORS, GRAPH and GRAPHS attributes. */
 static Onnx__AttributeProto *relocated_attribute(relocations *r, const Onnx__AttributeProto *a)
 {
     Onnx__TensorProto *t = a->t ? relocated_tensor(r, a->t) : NULL;
+    Onnx__TensorProto **tensors = relocated_tensors(r, a->tensors, a->n_tensors);
+    Onnx__SparseTensorProto *sparse =
+        a->sparse_tensor ? relocated_sparse(r, a->sparse_tensor) : NULL;
+    Onnx__SparseTensorProto **sparse_tensors =
+        relocated_sparse_tensors(r, a->sparse_tensors, a->n_sparse_tensors);
     Onnx__GraphProto *g = a->g ? relocated_graph(r, a->g) : NULL;
     Onnx__GraphProto **graphs = NULL;
     for (size_t k = 0; r->status == RNNSTATE_OK && k < a->n_graphs; k++) {
@@ -461,11 +615,14 @@ static Onnx__AttributeProto *relocated_attribute(relocations *r, const Onnx__Att
         if (sub && (graphs || (graphs = keep_copy(r, a->graphs, a->n_graphs * sizeof *graphs))))
             graphs[k] = sub;
     }
-    if (r->status != RNNSTATE_OK || (!t && !g && !graphs))
+    if (r->status != RNNSTATE_OK || (!t && !tensors && !sparse && !sparse_tensors && !g && !graphs))
         return NULL;
     Onnx__AttributeProto *copy = keep_copy(r, a, sizeof *a);
     if (copy) {
         copy->t = t ? t : a->t;
+        copy->tensors = tensors ? tensors : a->tensors;
+        copy->sparse_tensor = sparse ? sparse : a->sparse_tensor;
+        copy->sparse_tensors = sparse_tensors ? sparse_tensors : a->sparse_tensors;
         copy->g = g ? g : a->g;
         copy->graphs = graphs ? graphs : a->graphs;
     }
@@ -491,24 +648,21 @@ static Onnx__NodeProto *relocated_node(relocations *r, const Onnx__NodeProto *no
 
 static Onnx__GraphProto *relocated_graph(relocations *r, const Onnx__GraphProto *g)
 {
-    Onnx__TensorProto **inits = NULL;
-    for (size_t i = 0; r->status == RNNSTATE_OK && i < g->n_initializer; i++) {
-        Onnx__TensorProto *t = relocated_tensor(r, g->initializer[i]);
-        if (t && (inits || (inits = keep_copy(r, g->initializer,
-                                              g->n_initializer * sizeof *inits))))
-            inits[i] = t;
-    }
+    Onnx__TensorProto **inits = relocated_tensors(r, g->initializer, g->n_initializer);
+    Onnx__SparseTensorProto **sparse_inits =
+        relocated_sparse_tensors(r, g->sparse_initializer, g->n_sparse_initializer);
     Onnx__NodeProto **nodes = NULL;
     for (size_t n = 0; r->status == RNNSTATE_OK && n < g->n_node; n++) {
         Onnx__NodeProto *node = relocated_node(r, g->node[n]);
         if (node && (nodes || (nodes = keep_copy(r, g->node, g->n_node * sizeof *nodes))))
             nodes[n] = node;
     }
-    if (r->status != RNNSTATE_OK || (!inits && !nodes))
+    if (r->status != RNNSTATE_OK || (!inits && !sparse_inits && !nodes))
         return NULL;
     Onnx__GraphProto *copy = keep_copy(r, g, sizeof *g);
     if (copy) {
         copy->initializer = inits ? inits : g->initializer;
+        copy->sparse_initializer = sparse_inits ? sparse_inits : g->sparse_initializer;
         copy->node = nodes ? nodes : g->node;
     }
     return copy;
@@ -516,7 +670,8 @@ static Onnx__GraphProto *relocated_graph(relocations *r, const Onnx__GraphProto 
 
 static const char *external_location(const Onnx__TensorProto *t)
 {
-    if (!t->has_data_location || t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    if (!t || !t->has_data_location ||
+        t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
         return NULL;
     for (size_t i = 0; i < t->n_external_data; i++)
         if (!strcmp(str_or_empty(t->external_data[i]->key), "location"))
@@ -524,21 +679,42 @@ static const char *external_location(const Onnx__TensorProto *t)
     return NULL;
 }
 
-/* The location of the first tensor stored outside the model, or NULL. */
+static const char *sparse_location(const Onnx__SparseTensorProto *s)
+{
+    const char *found = s ? external_location(s->values) : NULL;
+    return found ? found : s ? external_location(s->indices) : NULL;
+}
+
+static const char *first_external_location(const Onnx__GraphProto *g);
+
+static const char *attribute_location(const Onnx__AttributeProto *a)
+{
+    const char *found = external_location(a->t);
+    if (!found)
+        found = sparse_location(a->sparse_tensor);
+    if (!found && a->g)
+        found = first_external_location(a->g);
+    for (size_t k = 0; !found && k < a->n_tensors; k++)
+        found = external_location(a->tensors[k]);
+    for (size_t k = 0; !found && k < a->n_sparse_tensors; k++)
+        found = sparse_location(a->sparse_tensors[k]);
+    for (size_t k = 0; !found && k < a->n_graphs; k++)
+        found = first_external_location(a->graphs[k]);
+    return found;
+}
+
+/* The location of the first tensor stored outside the model (wherever
+ * relocated_graph() looks), or NULL. */
 static const char *first_external_location(const Onnx__GraphProto *g)
 {
     const char *found = NULL;
     for (size_t i = 0; !found && i < g->n_initializer; i++)
         found = external_location(g->initializer[i]);
+    for (size_t i = 0; !found && i < g->n_sparse_initializer; i++)
+        found = sparse_location(g->sparse_initializer[i]);
     for (size_t n = 0; !found && n < g->n_node; n++)
-        for (size_t a = 0; !found && a < g->node[n]->n_attribute; a++) {
-            const Onnx__AttributeProto *attr = g->node[n]->attribute[a];
-            found = attr->t ? external_location(attr->t) : NULL;
-            if (!found && attr->g)
-                found = first_external_location(attr->g);
-            for (size_t k = 0; !found && k < attr->n_graphs; k++)
-                found = first_external_location(attr->graphs[k]);
-        }
+        for (size_t a = 0; !found && a < g->node[n]->n_attribute; a++)
+            found = attribute_location(g->node[n]->attribute[a]);
     return found;
 }
 
@@ -596,6 +772,11 @@ static rnnstate_status relocate_external_data(const rnnstate_model *m, const cha
 
 /* ---- atomic files ---------------------------------------------------------- */
 
+/* Temporary files are named TEMP_PREFIX "PID-RANDOM": short whatever the
+ * target's name (a target name of NAME_MAX bytes still works), and telling
+ * a later run which process made them (rnnstate_remove_stale_temp_files). */
+#define TEMP_PREFIX ".rnnstate.tmp-"
+
 static char *directory_of(const char *path)
 {
     char *copy = strdup(path);
@@ -606,140 +787,198 @@ static char *directory_of(const char *path)
     return dir;
 }
 
-/* A name for the temporary file beside the target, so that rename() stays
- * within one file system and is atomic. */
-static char *temp_name_for(const char *path)
+/* A fresh temporary name in dir (the target's directory, so that rename()
+ * stays within one file system and is atomic). */
+static char *temp_name_in(const char *dir)
 {
-    char *dir = directory_of(path);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    size_t need = (dir ? strlen(dir) : 0) + strlen(base) + 32;
-    char *tmp = dir ? malloc(need) : NULL;
+    unsigned char random_bytes[6];
+    if (getrandom(random_bytes, sizeof random_bytes, GRND_NONBLOCK) != sizeof random_bytes) {
+        /* no entropy yet (early boot): a clock is enough, EEXIST retries */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t mix = (uint64_t)now.tv_nsec * 0x9E3779B97F4A7C15u ^ (uint64_t)now.tv_sec;
+        memcpy(random_bytes, &mix, sizeof random_bytes);
+    }
+    size_t need = strlen(dir) + sizeof TEMP_PREFIX + 48;
+    char *tmp = malloc(need);
     if (tmp)
-        snprintf(tmp, need, "%s/.%s.tmp-XXXXXX", dir, base);
-    free(dir);
+        snprintf(tmp, need, "%s/" TEMP_PREFIX "%ld-%02x%02x%02x%02x%02x%02x", dir, (long)getpid(),
+                 random_bytes[0], random_bytes[1], random_bytes[2], random_bytes[3],
+                 random_bytes[4], random_bytes[5]);
     return tmp;
 }
+
+/* What is at the target path now. */
+typedef struct target {
+    bool replaced;  /* a regular file (or a symbolic link to one) is replaced */
+    struct stat st; /* its mode and owner, kept */
+} target;
 
 typedef struct emit_job {
     const rnnstate_model *model;
     const Onnx__ModelProto *proto; /* the model's, or its relocated copy */
-    bool sync;
-    const sigset_t *abort_on;
+    const rnnstate_save_options *options;
+    const char *path;
+    uint64_t graph_size; /* from check_before_writing(), done before any file is touched */
     rnnstate_error *err;
-    rnnstate_status status; /* a failure that is not an errno (out of memory, too large) */
+    rnnstate_status status; /* a failure that is not an errno (out of memory, the source) */
 } emit_job;
 
-/* Writes the model to fd; returns an errno, or -1 for a non-I/O failure. */
-static int emit_to_fd(emit_job *job, int fd, bool sync)
+/* Writes the model to fd; returns an errno, or -1 for a failure already in
+ * job->status. */
+static int emit_to_fd(emit_job *job, int fd)
 {
-    sink s = { .fd = fd, .src_fd = job->model->source_fd, .start_writeback = sync && job->sync,
-               .abort_on = job->abort_on };
-    job->status = emit_model(job->model, job->proto, &s, job->err);
+    sink s = file_sink(fd, job->model->source_fd, job->options);
+    job->status = emit_model(job->model, job->proto, &s, job->graph_size, job->err);
     if (job->status != RNNSTATE_OK)
         return -1;
-    if (s.error)
-        return s.error;
-    return sync && job->sync && fsync(fd) != 0 ? errno : 0;
+    return s.error;
 }
 
-/* Preferred route: an unnamed file (O_TMPFILE) in the target directory. If
- * the process dies before it is linked, nothing is left behind, whatever the
- * signal. It is given a temporary name only once complete, then renamed. */
-static int write_via_unnamed_file(const char *path, emit_job *job, bool *unsupported)
+/* The replaced file's owner (where this process may set it: root, or a
+ * group it belongs to) and mode go to the new file, so that a private model
+ * stays private. chown() first: it clears set-user-ID bits. */
+static int keep_owner_and_mode(int fd, const struct stat *was)
+{
+    struct stat now;
+    if (fstat(fd, &now) == 0 && (now.st_uid != was->st_uid || now.st_gid != was->st_gid) &&
+        fchown(fd, was->st_uid, was->st_gid) != 0 && now.st_gid != was->st_gid &&
+        fchown(fd, (uid_t)-1, was->st_gid) != 0) {
+        /* not permitted: the file keeps this process's owner, and the mode below */
+    }
+    return fchmod(fd, was->st_mode & 07777) == 0 ? 0 : errno;
+}
+
+/* A complete temporary file is made ready to take the target's place: the
+ * replaced file's owner and mode, fsync() when asked, the caller's
+ * verification. Returns an errno, or -1 with job->status. */
+static int finish_file(emit_job *job, int fd, const target *t)
+{
+    const rnnstate_save_options *o = job->options;
+    int e = t->replaced ? keep_owner_and_mode(fd, &t->st) : 0;
+    if (!e && o->sync && fsync(fd) != 0)
+        e = errno;
+    if (!e && o->verify) {
+        if (lseek(fd, 0, SEEK_SET) != 0)
+            return errno;
+        job->status = o->verify(fd, job->path, o->verify_arg, job->err);
+        if (job->status != RNNSTATE_OK)
+            return -1;
+    }
+    if (!e && o->cancel && *o->cancel)
+        e = ECANCELED;
+    return e;
+}
+
+/* Gives the complete unnamed file a temporary name, then renames it over the
+ * target. A process killed between the two leaves the temporary name. */
+static int link_and_rename(const char *proc_path, const char *dir, const char *path,
+                           bool *unsupported)
+{
+    for (int attempt = 0; attempt < 64; attempt++) {
+        char *tmp = temp_name_in(dir);
+        if (!tmp)
+            return ENOMEM;
+        int e = 0;
+        if (linkat(AT_FDCWD, proc_path, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) != 0)
+            e = errno;
+        else if (rename(tmp, path) != 0) {
+            e = errno;
+            unlink(tmp);
+        }
+        free(tmp);
+        if (e != EEXIST) {
+            *unsupported = e == ENOENT || e == EPERM; /* no /proc */
+            return e;
+        }
+    }
+    return EEXIST;
+}
+
+/* Preferred route: an unnamed file (O_TMPFILE) in the target directory, which
+ * disappears with the process until it is linked. A new output is linked
+ * straight to the target (linkat() fails rather than replace anything); a
+ * replaced one goes through link_and_rename(). The file is locked while
+ * this process holds it, so that its temporary name is never taken for a
+ * stale one. */
+static int write_via_unnamed_file(const char *path, emit_job *job, const target *t,
+                                  bool *unsupported)
 {
     *unsupported = false;
-    char *dir = directory_of(path), *tmp = temp_name_for(path);
+    char *dir = directory_of(path);
     int e = 0, fd = -1;
-    if (!dir || !tmp) {
+    if (!dir) {
         e = ENOMEM;
         goto done;
     }
-    fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, t->replaced ? 0600 : 0666);
     if (fd < 0) {
         e = errno;
         *unsupported = e == EOPNOTSUPP || e == EISDIR || e == EINVAL;
         goto done;
     }
-    if ((e = emit_to_fd(job, fd, true)) != 0)
+    (void)flock(fd, LOCK_EX | LOCK_NB); /* nobody else can open it yet */
+    if ((e = emit_to_fd(job, fd)) != 0 || (e = finish_file(job, fd, t)) != 0)
         goto done;
     char proc_path[64];
     snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", fd);
-    /* a fresh name from mkstemp(), freed for linkat(), which fails rather
-     * than overwrite if another process takes it meanwhile: then retry */
-    for (int attempt = 0; attempt < 16; attempt++) {
-        strcpy(tmp + strlen(tmp) - 6, "XXXXXX");
-        int tfd = mkstemp(tmp);
-        if (tfd < 0) {
-            e = errno;
+    if (!t->replaced) {
+        if (linkat(AT_FDCWD, proc_path, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
             goto done;
-        }
-        close(tfd);
-        unlink(tmp);
-        if (linkat(AT_FDCWD, proc_path, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
-            e = 0;
-            break;
-        }
         e = errno;
         if (e != EEXIST) {
             *unsupported = e == ENOENT || e == EPERM; /* no /proc */
             goto done;
         }
+        /* something was created at the target meanwhile: replace it */
     }
-    if (!e && rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-    }
+    e = link_and_rename(proc_path, dir, path, unsupported);
 done:
     if (fd >= 0)
         close(fd);
     free(dir);
-    free(tmp);
     return e;
 }
 
-static int write_named_file(const char *path, emit_job *job);
-
-/* Fallback route: a named temporary file, removed on any failure. The
- * signals that end a process politely (Ctrl-C, kill, a closed terminal) are
- * held back meanwhile; one that arrives stops the write, the file is
- * removed, and then the signal takes effect, so it cannot leave the file
- * behind. (SIGKILL cannot be held; the O_TMPFILE route is immune to it.) */
-static int write_via_named_file(const char *path, emit_job *job)
+/* Creates and locks a new temporary file in dir; *tmp gets its name. */
+static int create_named_temp(const char *dir, const target *t, char **tmp, int *fd)
 {
-    sigset_t termination, previous;
-    sigemptyset(&termination);
-    sigaddset(&termination, SIGINT);
-    sigaddset(&termination, SIGTERM);
-    sigaddset(&termination, SIGHUP);
-    sigaddset(&termination, SIGQUIT);
-    pthread_sigmask(SIG_BLOCK, &termination, &previous);
-    job->abort_on = &termination;
-    int e = write_named_file(path, job);
-    job->abort_on = NULL;
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    return e;
-}
-
-static int write_named_file(const char *path, emit_job *job)
-{
-    char *tmp = temp_name_for(path);
-    if (!tmp)
-        return ENOMEM;
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return e;
+    for (int attempt = 0; attempt < 64; attempt++) {
+        if (!(*tmp = temp_name_in(dir)))
+            return ENOMEM;
+        *fd = open(*tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
+                   t->replaced ? 0600 : 0666);
+        int e = *fd < 0 ? errno : 0;
+        struct stat st;
+        /* another run may take a file it finds unlocked for a stale one
+         * before this one locks it: then start again */
+        if (!e && flock(*fd, LOCK_EX | LOCK_NB) == 0 && fstat(*fd, &st) == 0 && st.st_nlink > 0)
+            return 0;
+        if (*fd >= 0)
+            close(*fd);
+        free(*tmp);
+        *tmp = NULL;
+        if (e && e != EEXIST)
+            return e;
     }
-    /* mkstemp() creates 0600; give the result the mode a new file would get */
-    mode_t mask = umask(0);
-    umask(mask);
-    int e = fchmod(fd, 0666 & ~mask) != 0 ? errno : emit_to_fd(job, fd, true);
+    return EEXIST;
+}
+
+/* Fallback route (no O_TMPFILE): a named temporary file from the start,
+ * removed on any failure, and after a request to stop. */
+static int write_via_named_file(const char *path, emit_job *job, const target *t)
+{
+    char *dir = directory_of(path), *tmp = NULL;
+    int fd = -1;
+    int e = dir ? create_named_temp(dir, t, &tmp, &fd) : ENOMEM;
+    free(dir);
+    if (e)
+        return e;
+    e = emit_to_fd(job, fd);
+    if (!e)
+        e = finish_file(job, fd, t);
     if (close(fd) != 0 && !e)
         e = errno;
-    sink last_look = { .abort_on = job->abort_on };
-    if (!e && interrupted(&last_look))
-        e = EINTR;
     if (!e && rename(tmp, path) != 0)
         e = errno;
     if (e)
@@ -748,38 +987,62 @@ static int write_named_file(const char *path, emit_job *job)
     return e;
 }
 
-/* A device or FIFO (/dev/null, /dev/stdout, a pipe) cannot be replaced by a
- * rename: it is written in place. */
+/* A device or FIFO (/dev/null, a named pipe) cannot be replaced by a
+ * rename: it is written in place. Never through a symbolic link. */
 static int write_to_special_file(const char *path, emit_job *job)
 {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return errno;
-    int e = emit_to_fd(job, fd, false);
+    struct stat st;
+    int e = fstat(fd, &st) != 0 ? errno : S_ISREG(st.st_mode) ? EAGAIN : emit_to_fd(job, fd);
     if (close(fd) != 0 && !e)
         e = errno;
     return e;
 }
 
+static rnnstate_status write_error(const char *path, int e, rnnstate_error *err)
+{
+    return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write output: %s", path, strerror(e));
+}
+
+/* Decides the route from what is at the target: a directory or a symbolic
+ * link to anything but a regular file is refused, a device or FIFO written in
+ * place, a regular file (or a link to one, replaced like mv does) replaced
+ * keeping its mode, an absent target created. */
 static rnnstate_status write_atomically(const char *path, emit_job *job, rnnstate_error *err)
 {
-    struct stat st;
+    struct stat lst;
+    target t = { .replaced = false };
+    bool unsupported = false;
     int e;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write output: is a directory", path);
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        e = write_to_special_file(path, job);
-    } else {
-        bool unsupported;
-        e = write_via_unnamed_file(path, job, &unsupported);
-        if (unsupported)
-            e = write_via_named_file(path, job);
+    if (lstat(path, &lst) == 0) {
+        bool symlink = S_ISLNK(lst.st_mode);
+        bool resolves = symlink ? stat(path, &t.st) == 0 : (t.st = lst, true);
+        if (resolves && S_ISDIR(t.st.st_mode))
+            return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write output: is a directory", path);
+        if (resolves && symlink && !S_ISREG(t.st.st_mode))
+            return set_error(err, RNNSTATE_ERR_IO,
+                             "%s: cannot write output: a symbolic link to a device, FIFO or "
+                             "socket is not followed (name the device itself)",
+                             path);
+        if (resolves && !S_ISREG(t.st.st_mode)) {
+            e = write_to_special_file(path, job);
+            if (e != EAGAIN)
+                goto written;
+            /* replaced by a regular file meanwhile */
+            if (stat(path, &t.st) != 0)
+                return write_error(path, errno, err);
+        }
+        t.replaced = resolves;
     }
+    e = write_via_unnamed_file(path, job, &t, &unsupported);
+    if (unsupported)
+        e = write_via_named_file(path, job, &t);
+written:
     if (e < 0)
         return job->status;
-    if (e)
-        return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write output: %s", path, strerror(e));
-    return RNNSTATE_OK;
+    return e ? write_error(path, e, err) : RNNSTATE_OK;
 }
 
 rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
@@ -793,10 +1056,11 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
         return st;
     relocations r;
     st = relocate_external_data(model, path, &r, err);
-    if (st == RNNSTATE_OK) {
-        emit_job job = { model, relocated_model(model, &r), !o.no_sync, NULL, err, RNNSTATE_OK };
+    emit_job job = { model, relocated_model(model, &r), &o, path, 0, err, RNNSTATE_OK };
+    if (st == RNNSTATE_OK) /* after relocating: locations change sizes */
+        st = check_before_writing(model, job.proto, &job.graph_size, err);
+    if (st == RNNSTATE_OK)
         st = write_atomically(path, &job, err);
-    }
     release_relocations(&r);
     return st;
 }
@@ -804,11 +1068,56 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
 rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, const char *label,
                                        rnnstate_error *err)
 {
-    emit_job job = { model, model->proto, false, NULL, err, RNNSTATE_OK };
-    int e = emit_to_fd(&job, fd, false);
+    rnnstate_save_options defaults;
+    rnnstate_save_options_init(&defaults);
+    emit_job job = { model, model->proto, &defaults, label, 0, err, RNNSTATE_OK };
+    rnnstate_status st = check_before_writing(model, job.proto, &job.graph_size, err);
+    if (st != RNNSTATE_OK)
+        return st;
+    int e = emit_to_fd(&job, fd);
     if (e < 0)
         return job.status;
     if (e)
         return set_error(err, RNNSTATE_ERR_IO, "%s: cannot write: %s", label, strerror(e));
     return RNNSTATE_OK;
+}
+
+/* ---- what killed runs left ------------------------------------------------- */
+
+/* The process that made a temporary file of ours, from its name; 0 when the
+ * name is not one of ours. */
+static long temp_file_owner(const char *name)
+{
+    if (strncmp(name, TEMP_PREFIX, strlen(TEMP_PREFIX)) != 0)
+        return 0;
+    char *end;
+    long pid = strtol(name + strlen(TEMP_PREFIX), &end, 10);
+    return pid > 0 && *end == '-' ? pid : 0;
+}
+
+size_t rnnstate_remove_stale_temp_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    size_t removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid = temp_file_owner(e->d_name);
+        /* a live process (or one this process may not signal) keeps its file */
+        if (pid <= 0 || pid > INT_MAX || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
+            errno != ESRCH)
+            continue;
+        /* a run in another PID namespace, or on another host, holds its lock */
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0)
+            continue;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            unlinkat(dirfd(d), e->d_name, 0) == 0)
+            removed++;
+        close(fd);
+    }
+    closedir(d);
+    return removed;
 }

@@ -30,7 +30,7 @@ void rnnstate_save_options_init(rnnstate_save_options *options)
 {
     memset(options, 0, sizeof *options);
     options->struct_size = sizeof *options;
-    options->no_sync = false;
+    options->sync = false; /* like cp: see rnnstate.h */
 }
 
 const char *rnnstate_version(void)

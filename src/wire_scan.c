@@ -14,20 +14,34 @@ typedef struct frame {
 
 static rnnstate_status truncated(const char *label, size_t at, size_t size, rnnstate_error *err)
 {
+    if (at > size)
+        at = size; /* a streamed value skipped past the end of the input */
     return set_error(err, RNNSTATE_ERR_NOT_MODEL,
                      "%s: not an ONNX model: truncated or corrupt (a field is cut off at byte %zu "
                      "of %zu)",
                      label, at, size);
 }
 
+/* A field of a streamed model that runs past the caller's size limit, but
+ * not past protobuf's 2 GiB: the model may be a real one, only too large. */
+static bool only_too_large(bool stream, size_t depth, const wire_field *f)
+{
+    return stream && depth == 1 && f->length <= RNNSTATE_DEFAULT_MAX_MODEL_BYTES - f->payload;
+}
+
 /* Reads one field; for a sub-message, pushes a frame and stays at its
  * first byte, else moves past the field. */
 static rnnstate_status step(wire_reader *r, frame *stack, size_t *depth, size_t max_depth,
-                            const char *label, rnnstate_error *err)
+                            bool stream, const char *label, rnnstate_error *err)
 {
     frame *top = &stack[*depth - 1];
     wire_field f;
-    switch (wire_next_field(r, top->end, &f)) {
+    wire_result res = wire_next_field(r, top->end, &f);
+    if (res == WIRE_LENGTH_PAST_END && only_too_large(stream, *depth, &f))
+        return set_error(err, RNNSTATE_ERR_INVALID,
+                         "%s: larger than the limit of %llu bytes (see --max-model-size)", label,
+                         (unsigned long long)stack[0].end);
+    switch (res) {
     case WIRE_OK:
         break;
     case WIRE_CUT:
@@ -58,23 +72,48 @@ static rnnstate_status step(wire_reader *r, frame *stack, size_t *depth, size_t 
     return RNNSTATE_OK;
 }
 
-rnnstate_status wire_scan_model(const unsigned char *data, size_t size, size_t max_depth,
-                                const char *label, rnnstate_error *err)
+/* True at the end of a streamed input (or when it cannot be read further,
+ * which the reader's owner reports): the refill then sets r->size. */
+static bool stream_ended(wire_reader *r)
+{
+    unsigned char b;
+    if (!wire_read_byte(r, &b))
+        return true;
+    r->pos--; /* the byte stays in the window */
+    return false;
+}
+
+/* The check proper. A model in memory ends at `end` (its size); a streamed
+ * one wherever its input ends, at most at `end` (the size limit). */
+static rnnstate_status scan(wire_reader *r, uint64_t end, bool stream, size_t max_depth,
+                            const char *label, rnnstate_error *err)
 {
     frame *stack = malloc((max_depth + 1) * sizeof *stack);
     if (!stack)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
-    wire_reader r;
-    wire_reader_init_memory(&r, data, size);
     size_t depth = 1;
-    stack[0] = (frame){ &onnx__model_proto__descriptor, size };
+    stack[0] = (frame){ &onnx__model_proto__descriptor, end };
     rnnstate_status st = RNNSTATE_OK;
     while (st == RNNSTATE_OK && depth > 0) {
-        if (r.pos == stack[depth - 1].end)
+        if (r->pos == stack[depth - 1].end || (stream && depth == 1 && stream_ended(r)))
             depth--;
         else
-            st = step(&r, stack, &depth, max_depth, label, err);
+            st = step(r, stack, &depth, max_depth, stream, label, err);
     }
     free(stack);
     return st;
+}
+
+rnnstate_status wire_scan_model(const unsigned char *data, size_t size, size_t max_depth,
+                                const char *label, rnnstate_error *err)
+{
+    wire_reader r;
+    wire_reader_init_memory(&r, data, size);
+    return scan(&r, size, false, max_depth, label, err);
+}
+
+rnnstate_status wire_scan_stream(wire_reader *r, uint64_t limit, size_t max_depth,
+                                 const char *label, rnnstate_error *err)
+{
+    return scan(r, limit, true, max_depth, label, err);
 }

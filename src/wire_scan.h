@@ -11,12 +11,24 @@
 #define RNNSTATE_WIRE_SCAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rnnstate.h"
+#include "wire.h"
 
 /* Returns RNNSTATE_OK, or RNNSTATE_ERR_NOT_MODEL / RNNSTATE_ERR_INVALID with a
  * message naming `label`. */
 rnnstate_status wire_scan_model(const unsigned char *data, size_t size, size_t max_depth,
                                 const char *label, rnnstate_error *err);
+
+/* The same check of a model that arrives as a stream (a pipe, a device):
+ * `r` pulls the bytes through its refill as the check needs them, so garbage
+ * is refused at the first byte that proves it, without waiting for the end of
+ * the input or reading on to `limit`. The refill sets r->size when the input
+ * ends (r->size starts at `limit`); a failure to read is the refill's owner's
+ * to report. A top-level length past `limit` but within 2 GiB is reported as
+ * a model larger than the limit. */
+rnnstate_status wire_scan_stream(wire_reader *r, uint64_t limit, size_t max_depth,
+                                 const char *label, rnnstate_error *err);
 
 #endif

@@ -2,7 +2,7 @@
 # cases.sh TOOL MAKE_BAD_MODELS MODELS_DIR
 # Hostile and malformed inputs, unwritable outputs. Every case asserts the
 # exit status, a fragment of the message, and what is left in the output
-# directory: nothing at all after a failure (no output, no .NAME.tmp-XXXXXX),
+# directory: nothing at all after a failure (no output, no .rnnstate.tmp-PID-RANDOM),
 # exactly the output after a success. A run that crashes, hangs, or makes a
 # sanitizer report fails whatever its status.
 set -u
@@ -202,6 +202,8 @@ fi
 
 # ---- names ---------------------------------------------------------------------------
 refused "a value produced twice" "$cases/dup-value.onnx" "invalid model: value produced 'x' appears twice"
+refused "a value produced twice inside an If branch" "$cases/dup-value-in-branch.onnx" "invalid model: value produced 'twice' appears twice"
+refused "If branches with different output counts" "$cases/if-branch-outputs-differ.onnx" "invalid model: the branches of If 'if' have 1 and 2 outputs"
 refused "a graph input declared twice" "$cases/dup-input.onnx" "invalid model: graph input 'X' appears twice"
 refused "an initializer declared twice" "$cases/dup-initializer.onnx" "invalid model: initializer 'W' appears twice"
 refused "a graph output declared twice" "$cases/dup-output.onnx" "invalid model: graph output 'Y' appears twice"

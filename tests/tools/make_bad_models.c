@@ -789,22 +789,63 @@ static void c_collide_twice(const char *path, long n)
 }
 
 /* GRU_0_initial_h is a value inside an If's branch only */
+/* An If reading input "cond" with the two branches, producing graph output
+ * "if_out". */
+static void add_if(Onnx__ModelProto *m, Onnx__GraphProto *then, Onnx__GraphProto *other)
+{
+    Onnx__GraphProto *g = m->graph;
+    mb_graph_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    Onnx__NodeProto *iff = mb_graph_node(g, "If", "if", "cond", "if_out");
+    mb_attr_graph_take(iff, "then_branch", then);
+    mb_attr_graph_take(iff, "else_branch", other);
+    mb_graph_output(g, "if_out", F32, NULL);
+}
+
 static void c_collide_subgraph(const char *path, long n)
 {
     (void)n;
     Onnx__ModelProto *m = plain_rnn("GRU");
-    Onnx__GraphProto *g = m->graph;
-    mb_graph_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
     Onnx__GraphProto *then = mb_graph_new("then");
     mb_graph_node(then, "Relu", "inner", "X", "GRU_0_initial_h");
     PUSH(then->output, then->n_output, mb_value_info_new("GRU_0_initial_h", F32, NULL));
     Onnx__GraphProto *other = mb_graph_new("else");
     mb_graph_node(other, "Sigmoid", "inner2", "X", "GRU_0_Y_h");
     PUSH(other->output, other->n_output, mb_value_info_new("GRU_0_Y_h", F32, NULL));
-    Onnx__NodeProto *iff = mb_graph_node(g, "If", "if", "cond", "if_out");
-    mb_attr_graph_take(iff, "then_branch", then);
-    mb_attr_graph_take(iff, "else_branch", other);
-    mb_graph_output(g, "if_out", F32, NULL);
+    add_if(m, then, other);
+    write_model(path, m);
+}
+
+/* an If whose then_branch produces one value twice (the main graph's rule,
+ * inside a subgraph) */
+static void c_dup_value_in_branch(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    Onnx__GraphProto *then = mb_graph_new("then");
+    mb_graph_node(then, "Relu", "a", "X", "twice");
+    mb_graph_node(then, "Sigmoid", "b", "X", "twice");
+    PUSH(then->output, then->n_output, mb_value_info_new("twice", F32, NULL));
+    Onnx__GraphProto *other = mb_graph_new("else");
+    mb_graph_node(other, "Relu", "c", "X", "once");
+    PUSH(other->output, other->n_output, mb_value_info_new("once", F32, NULL));
+    add_if(m, then, other);
+    write_model(path, m);
+}
+
+/* an If whose branches have one and two outputs */
+static void c_if_branch_outputs_differ(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    Onnx__GraphProto *then = mb_graph_new("then");
+    mb_graph_node(then, "Relu", "a", "X", "t1");
+    PUSH(then->output, then->n_output, mb_value_info_new("t1", F32, NULL));
+    Onnx__GraphProto *other = mb_graph_new("else");
+    mb_graph_node(other, "Relu", "c", "X", "e1");
+    mb_graph_node(other, "Sigmoid", "d", "X", "e2");
+    PUSH(other->output, other->n_output, mb_value_info_new("e1", F32, NULL));
+    PUSH(other->output, other->n_output, mb_value_info_new("e2", F32, NULL));
+    add_if(m, then, other);
     write_model(path, m);
 }
 
@@ -1034,6 +1075,17 @@ static void c_good_lstm(const char *path, long n)
 {
     (void)n;
     write_model(path, plain_rnn("LSTM"));
+}
+
+/* A Constant of 1 MiB, which loading allocates (constants are not left in
+ * the file like large initializers). */
+static void c_big_constant(const char *path, long n)
+{
+    (void)n;
+    Onnx__ModelProto *m = plain_rnn("GRU");
+    mb_constant(m, "big", "big_out", mb_tensor_filled("", F32, MB_DIMS(262144), 0.0));
+    mb_graph_output(m->graph, "big_out", F32, NULL);
+    write_model(path, m);
 }
 
 /* A GRU with hidden size 128 over 256 inputs: W alone is 384 KiB, above the
@@ -1315,6 +1367,8 @@ static const case_def cases[] = {
     { "collide", c_collide, 0, NULL },
     { "collide-twice", c_collide_twice, 0, NULL },
     { "collide-subgraph", c_collide_subgraph, 0, NULL },
+    { "dup-value-in-branch", c_dup_value_in_branch, 0, NULL },
+    { "if-branch-outputs-differ", c_if_branch_outputs_differ, 0, NULL },
     { "cycle-self", c_cycle_self, 0, NULL },
     { "cycle-identity", c_cycle_identity, 0, NULL },
     { "initializer-bad-data", c_initializer_bad_data, 0, NULL },
@@ -1335,6 +1389,7 @@ static const case_def cases[] = {
     { "good-gru", c_good_gru, 0, NULL },
     { "good-lstm", c_good_lstm, 0, NULL },
     { "big-weights", c_big_weights, 1, NULL },
+    { "big-constant", c_big_constant, 1, NULL },
     { "lazy-corrupt-initializer", c_lazy_corrupt_initializer, 1, NULL },
     { "random", c_random, 1, NULL },
     { "random-wire", c_random_wire, 1, NULL },

@@ -376,3 +376,23 @@ unsigned char *mb_pack(const Onnx__ModelProto *m, size_t *size)
         abort(); /* protobuf-c disagrees with itself */
     return buf;
 }
+
+Onnx__TensorProto *mb_external_tensor(const char *name, const char *location)
+{
+    const float values[2] = { 1, 2 };
+    Onnx__TensorProto *t = mb_tensor_float(name, MB_DIMS(2), values);
+    free(t->raw_data.data);
+    t->raw_data.data = NULL;
+    t->raw_data.len = 0;
+    t->has_raw_data = 0;
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    Onnx__StringStringEntryProto *e = mb_must_malloc(sizeof *e);
+    onnx__string_string_entry_proto__init(e);
+    e->key = mb_must(strdup("location"));
+    e->value = mb_must(strdup(location));
+    t->external_data = mb_must_malloc(sizeof *t->external_data);
+    t->external_data[0] = e;
+    t->n_external_data = 1;
+    return t;
+}

@@ -82,6 +82,9 @@ Onnx__TensorProto *mb_tensor_int64(const char *name, mb_dims dims, const int64_t
 /* Stored in float_data instead of raw_data. */
 Onnx__TensorProto *mb_tensor_float_typed(const char *name, mb_dims dims, const float *values);
 
+/* A float tensor of 2 elements whose data is in external file `location`. */
+Onnx__TensorProto *mb_external_tensor(const char *name, const char *location);
+
 Onnx__TensorProto *mb_initializer(Onnx__ModelProto *m, Onnx__TensorProto *t);
 Onnx__TensorProto *mb_graph_initializer(Onnx__GraphProto *g, Onnx__TensorProto *t);
 Onnx__TensorProto *mb_initializer_float(Onnx__ModelProto *m, const char *name, mb_dims dims,

@@ -91,7 +91,9 @@ static void test_init_sets_struct_size_and_defaults(void **state)
     memset(&save, 0xff, sizeof save);
     rnnstate_save_options_init(&save);
     assert_int_equal(save.struct_size, sizeof save);
-    assert_false(save.no_sync);
+    assert_false(save.sync);
+    assert_null(save.cancel);
+    assert_null(save.verify);
 
     rnnstate_options options;
     memset(&options, 0xff, sizeof options);
@@ -341,29 +343,6 @@ static void test_a_model_with_lazy_weights_is_whole_while_it_is_saved(void **sta
     free(bytes);
 }
 
-/* A tensor whose data is in external file `location`. */
-static Onnx__TensorProto *external_tensor(const char *name, const char *location)
-{
-    const float values[2] = { 1, 2 };
-    Onnx__TensorProto *t = mb_tensor_float(name, MB_DIMS(2), values);
-    free(t->raw_data.data);
-    t->raw_data.data = NULL;
-    t->raw_data.len = 0;
-    t->has_raw_data = 0;
-    t->has_data_location = 1;
-    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    Onnx__StringStringEntryProto *e = malloc(sizeof *e);
-    t->external_data = malloc(sizeof *t->external_data);
-    assert_non_null(e);
-    assert_non_null(t->external_data);
-    onnx__string_string_entry_proto__init(e);
-    e->key = strdup("location");
-    e->value = strdup(location);
-    t->external_data[0] = e;
-    t->n_external_data = 1;
-    return t;
-}
-
 /* The location of the external data of the main graph's initializer and of
  * the Constant in the If's then_branch, "main|then". */
 static const char *external_locations(const unsigned char *bytes, size_t size)
@@ -394,12 +373,12 @@ static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsew
 
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
-    mb_initializer(m, external_tensor("W", "w.bin"));
+    mb_initializer(m, mb_external_tensor("W", "w.bin"));
     Onnx__NodeProto *if_node = mb_node(m, "If", "if", "cond", "Y0");
     Onnx__GraphProto *then_g = mb_attr_graph(if_node, "then_branch", "then");
     Onnx__GraphProto *else_g = mb_attr_graph(if_node, "else_branch", "else");
     Onnx__NodeProto *c = mb_graph_node(then_g, "Constant", "c", "", "Y_then");
-    mb_attr_tensor(c, "value", external_tensor("", "w.bin"));
+    mb_attr_tensor(c, "value", mb_external_tensor("", "w.bin"));
     mb_graph_output(then_g, "Y_then", MB_FLOAT, "2");
     mb_graph_node(else_g, "Identity", "i", "W", "Y_else");
     mb_graph_output(else_g, "Y_else", MB_FLOAT, "2");
