@@ -532,10 +532,14 @@ static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j, con
         bsearch(&key, rs->inputs, rs->n_inputs, sizeof *rs->inputs, compare_files);
     if (!same)
         return RNNSTATE_OK;
+    char *input = shown(j->input), *output = shown(j->output), *other = shown(same->path);
     snprintf(err->message, sizeof err->message,
              "%s: not written: the output %s is the input %s (the same file); only -o rewrites a "
              "model in place",
-             j->input, j->output, same->path);
+             input, output, other);
+    free(input);
+    free(output);
+    free(other);
     return err->status = RNNSTATE_ERR_ARGUMENT;
 }
 
