@@ -14,7 +14,7 @@ static value_entry *entry_for(graph_index *gi, const char *name)
     if (at >= 0)
         return &gi->values[at];
     if (gi->n_values == gi->cap_values) {
-        size_t cap = gi->cap_values ? gi->cap_values * 2 : 64;
+        size_t cap = gi->cap_values ? gi->cap_values * 2 : 8;
         value_entry *grown = realloc(gi->values, cap * sizeof *grown);
         if (!grown)
             return NULL;
@@ -29,15 +29,6 @@ static value_entry *entry_for(graph_index *gi, const char *name)
     return e;
 }
 
-static bool add_consumer(value_entry *e, int node)
-{
-    int *grown = owned_array_grow(e->consumers, e->n_consumers, sizeof *grown);
-    if (!grown)
-        return false;
-    grown[e->n_consumers++] = node;
-    e->consumers = grown;
-    return true;
-}
 
 /* Marks every value named inside a subgraph (at any depth) as read there.
  * Names that the subgraph defines itself are marked too: over-approximating
@@ -63,8 +54,11 @@ static bool mark_subgraph_reads(const Onnx__GraphProto *graph, void *ctx)
     return true;
 }
 
-static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
+/* Producers, and which value each read (node input) names, in node order:
+ * `read_value` has one entry per non-empty input. */
+static bool index_producers(graph_index *gi, Onnx__GraphProto *g, int *read_value)
 {
+    size_t k = 0;
     for (size_t n = 0; n < g->n_node; n++) {
         const Onnx__NodeProto *node = g->node[n];
         for (size_t o = 0; o < node->n_output; o++) {
@@ -82,11 +76,48 @@ static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
             if (!*name)
                 continue;
             value_entry *e = entry_for(gi, name);
-            if (!e || !add_consumer(e, (int)n))
+            if (!e)
                 return false;
+            e->n_consumers++;
+            read_value[k++] = (int)(e - gi->values);
         }
     }
     return true;
+}
+
+/* Every value's consumers, in node order, as slices of one array
+ * (`consumer_store`) rather than an allocation per value. */
+static void index_consumers(graph_index *gi, Onnx__GraphProto *g, const int *read_value)
+{
+    size_t at = 0, k = 0;
+    for (size_t v = 0; v < gi->n_values; v++) {
+        gi->values[v].consumers = gi->consumer_store + at;
+        at += gi->values[v].n_consumers;
+        gi->values[v].n_consumers = 0; /* refilled below */
+    }
+    for (size_t n = 0; n < g->n_node; n++) {
+        const Onnx__NodeProto *node = g->node[n];
+        for (size_t i = 0; i < node->n_input; i++) {
+            if (!*str_or_empty(node->input[i]))
+                continue;
+            value_entry *e = &gi->values[read_value[k++]];
+            e->consumers[e->n_consumers++] = (int)n;
+        }
+    }
+}
+
+static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
+{
+    size_t reads = 0;
+    for (size_t n = 0; n < g->n_node; n++)
+        reads += g->node[n]->n_input;
+    int *read_value = malloc((reads ? reads : 1) * sizeof *read_value);
+    gi->consumer_store = malloc((reads ? reads : 1) * sizeof *gi->consumer_store);
+    bool ok = read_value && gi->consumer_store && index_producers(gi, g, read_value);
+    if (ok)
+        index_consumers(gi, g, read_value);
+    free(read_value);
+    return ok;
 }
 
 static bool index_declarations(graph_index *gi, Onnx__GraphProto *g)
@@ -129,8 +160,7 @@ bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
 
 void graph_index_free(graph_index *gi)
 {
-    for (size_t i = 0; i < gi->n_values; i++)
-        free(gi->values[i].consumers);
+    free(gi->consumer_store);
     free(gi->values);
     strmap_free(&gi->by_name);
     *gi = (graph_index){ .by_name = STRMAP_INIT };

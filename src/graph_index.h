@@ -27,7 +27,7 @@ typedef struct value_entry {
     int graph_output;
     int value_info;
     size_t n_consumers;  /* reads by nodes of this graph, one per input slot */
-    int *consumers;      /* node indices */
+    int *consumers;      /* node indices (a slice of the index's consumer_store) */
     bool read_by_subgraph; /* named by a node inside a subgraph (outer-scope use) */
 } value_entry;
 
@@ -37,6 +37,7 @@ typedef struct graph_index {
     value_entry *values;
     size_t n_values;
     size_t cap_values;
+    int *consumer_store; /* every value's consumers, one slice after another */
 } graph_index;
 
 /* Indexes `graph`. Returns false when out of memory (the index is then empty). */

@@ -4,10 +4,12 @@
  *
  * A model read from a file may be "lazy" (see lazy_scan.h): some initializers
  * of the main graph are stubs without their data, which stays in source_fd
- * until the writer copies it. A stub is recognised by its pointer and name
- * together, so a tensor created later at a freed stub's address (the cleanup
- * pass frees initializers) is never mistaken for one: generated names never
- * repeat a name the model had. */
+ * until the writer copies it. The model keeps a map from stub to entry, so
+ * finding a stub's entry is O(1), however many there are. A stub's address
+ * identifies it only while it lives: code that frees an initializer of a
+ * model releases it with model_release_tensor(), which takes it out of the
+ * map first, so a tensor created later at that address is never taken for
+ * a stub. */
 #ifndef RNNSTATE_MODEL_H
 #define RNNSTATE_MODEL_H
 
@@ -17,11 +19,11 @@
 
 #include "error.h"
 #include "onnx.pb-c.h"
+#include "ptrmap.h"
 #include "rnnstate.h"
 
 typedef struct lazy_tensor {
-    const Onnx__TensorProto *stub;
-    char *name;
+    const Onnx__TensorProto *stub; /* NULL once materialized or released */
     uint64_t offset; /* the whole initializer field in the source file */
     uint64_t length;
 } lazy_tensor;
@@ -34,6 +36,7 @@ struct rnnstate_model {
     struct stat source_stat; /* source_fd when loaded: it must be unchanged when saved */
     lazy_tensor *lazy;
     size_t n_lazy;
+    ptrmap lazy_by_stub; /* stub -> its entry in `lazy` */
 };
 
 /* Reads a lazy initializer's data into it (it stops being lazy), for the few
@@ -41,8 +44,12 @@ struct rnnstate_model {
  * when `t` holds its data afterwards. */
 bool model_materialize(rnnstate_model *model, Onnx__TensorProto *t);
 
-/* The lazy entry for an initializer, or NULL when it is fully in memory. */
+/* The lazy entry for an initializer, or NULL when it is fully in memory. O(1). */
 const lazy_tensor *model_lazy_tensor(const rnnstate_model *model, const Onnx__TensorProto *t);
+
+/* Frees an initializer a pass removed from the model, forgetting it first
+ * if it is a lazy stub. */
+void model_release_tensor(rnnstate_model *model, Onnx__TensorProto *t);
 
 /* Refuses a graph whose names clash (a value produced twice, duplicate
  * inputs, outputs or initializers): the rewrite's analysis assumes SSA. */

@@ -175,11 +175,8 @@ static rnnstate_status attach_lazy(rnnstate_model *m, const lazy_scan *scan, rnn
             return set_error(err, RNNSTATE_ERR_NOT_MODEL, "%s: not an ONNX model: corrupt graph",
                              m->label);
         const Onnx__TensorProto *t = g->initializer[r->index];
-        lazy_tensor *lt = &m->lazy[m->n_lazy++];
-        lt->stub = t;
-        lt->offset = r->offset;
-        lt->length = r->length;
-        if (!(lt->name = strdup(t->name ? t->name : "")))
+        m->lazy[m->n_lazy] = (lazy_tensor){ t, r->offset, r->length };
+        if (!ptrmap_put(&m->lazy_by_stub, t, m->n_lazy++))
             return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
     }
     return RNNSTATE_OK;
@@ -453,6 +450,12 @@ static void take_data(Onnx__TensorProto *stub, Onnx__TensorProto *full)
     full->has_raw_data = has_raw;
 }
 
+static void forget_lazy(rnnstate_model *model, lazy_tensor *lt)
+{
+    ptrmap_remove(&model->lazy_by_stub, lt->stub);
+    lt->stub = NULL;
+}
+
 bool model_materialize(rnnstate_model *model, Onnx__TensorProto *t)
 {
     lazy_tensor *lt = (lazy_tensor *)model_lazy_tensor(model, t);
@@ -481,16 +484,22 @@ bool model_materialize(rnnstate_model *model, Onnx__TensorProto *t)
         return false;
     take_data(t, full);
     onnx__tensor_proto__free_unpacked(full, NULL);
-    lt->stub = NULL; /* no longer lazy */
+    forget_lazy(model, lt); /* no longer lazy */
     return true;
 }
 
 const lazy_tensor *model_lazy_tensor(const rnnstate_model *model, const Onnx__TensorProto *t)
 {
-    for (size_t i = 0; i < model->n_lazy; i++)
-        if (model->lazy[i].stub == t && !strcmp(model->lazy[i].name, t->name ? t->name : ""))
-            return &model->lazy[i];
-    return NULL;
+    size_t at;
+    return ptrmap_get(&model->lazy_by_stub, t, &at) ? &model->lazy[at] : NULL;
+}
+
+void model_release_tensor(rnnstate_model *model, Onnx__TensorProto *t)
+{
+    lazy_tensor *lt = (lazy_tensor *)model_lazy_tensor(model, t);
+    if (lt)
+        forget_lazy(model, lt);
+    onnx__tensor_proto__free_unpacked(t, NULL);
 }
 
 void rnnstate_model_free(rnnstate_model *model)
@@ -501,9 +510,8 @@ void rnnstate_model_free(rnnstate_model *model)
         onnx__model_proto__free_unpacked(model->proto, NULL);
     if (model->source_fd >= 0)
         close(model->source_fd);
-    for (size_t i = 0; i < model->n_lazy; i++)
-        free(model->lazy[i].name);
     free(model->lazy);
+    ptrmap_free(&model->lazy_by_stub);
     free(model->source_dir);
     free(model->label);
     free(model);

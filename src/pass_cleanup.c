@@ -83,6 +83,20 @@ static size_t compact(void **items, size_t n, const bool *dead)
     return kept;
 }
 
+/* The same for initializers, which may be lazy stubs the model tracks. */
+static size_t compact_initializers(rnnstate_model *model, Onnx__TensorProto **items, size_t n,
+                                   const bool *dead)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (dead[i])
+            model_release_tensor(model, items[i]);
+        else
+            items[kept++] = items[i];
+    }
+    return kept;
+}
+
 /* value_info entries of removed values would describe nothing: drop them. */
 static void drop_stale_value_info(cleanup *c)
 {
@@ -135,7 +149,8 @@ static rnnstate_status clean_scope(rewrite_ctx *ctx, scope *sc, size_t *nodes, s
         drop_stale_value_info(&c);
         Onnx__GraphProto *g = sc->graph;
         g->n_node = compact((void **)g->node, g->n_node, c.dead_node);
-        g->n_initializer = compact((void **)g->initializer, g->n_initializer, c.dead_init);
+        g->n_initializer =
+            compact_initializers(sc->model, g->initializer, g->n_initializer, c.dead_init);
     }
     *nodes += c.removed_nodes;
     *inits += c.removed_inits;
@@ -146,22 +161,54 @@ static rnnstate_status clean_scope(rewrite_ctx *ctx, scope *sc, size_t *nodes, s
     return ok ? RNNSTATE_OK : ctx_oom(ctx);
 }
 
+/* A scope is reindexed right after its own graph changed. The scopes around
+ * it only need their read_by_subgraph marks renewed, which their cleaning
+ * needs and lookups do not: they are reindexed once, just before they are
+ * cleaned (or when the pass ends), not once per changed scope inside them,
+ * which with many subgraphs would be quadratic. */
+static bool reindex_if_stale(scope *sc, bool *stale, size_t at)
+{
+    if (!stale[at])
+        return true;
+    stale[at] = false;
+    return graph_index_build(&sc->index, sc->graph);
+}
+
+/* Marks `sc` and the scopes around it stale, stopping at one already
+ * marked (its enclosing scopes are then marked too). */
+static void mark_stale(const scope_tree *tree, scope *sc, bool *stale)
+{
+    for (size_t at; sc && ptrmap_get(&tree->by_graph, sc->graph, &at) && !stale[at];
+         sc = sc->parent)
+        stale[at] = true;
+}
+
 rnnstate_status pass_cleanup(rewrite_ctx *ctx)
 {
     if (!ctx->n_detached)
         return RNNSTATE_OK;
     size_t nodes = 0, inits = 0;
-    rnnstate_status st = RNNSTATE_OK;
+    bool *stale = calloc(ctx->scopes.n + 1, sizeof *stale);
+    rnnstate_status st = stale ? RNNSTATE_OK : ctx_oom(ctx);
     /* inner graphs first: removing a reader there can free a value outside */
     for (size_t i = ctx->scopes.n; st == RNNSTATE_OK && i-- > 0;) {
         size_t before = nodes + inits;
         scope *sc = ctx->scopes.scopes[i];
-        st = clean_scope(ctx, sc, &nodes, &inits);
+        if (!reindex_if_stale(sc, stale, i))
+            st = ctx_oom(ctx);
+        if (st == RNNSTATE_OK)
+            st = clean_scope(ctx, sc, &nodes, &inits);
         /* what the enclosing graphs read from this one may have changed */
-        for (; st == RNNSTATE_OK && nodes + inits > before && sc; sc = sc->parent)
+        if (st == RNNSTATE_OK && nodes + inits > before) {
             if (!graph_index_build(&sc->index, sc->graph))
                 st = ctx_oom(ctx);
+            mark_stale(&ctx->scopes, sc->parent, stale);
+        }
     }
+    for (size_t i = 0; st == RNNSTATE_OK && stale && i < ctx->scopes.n; i++)
+        if (!reindex_if_stale(ctx->scopes.scopes[i], stale, i))
+            st = ctx_oom(ctx);
+    free(stale);
     if (st == RNNSTATE_OK && (nodes || inits))
         report_note(&ctx->report,
                     "removed %zu node%s and %zu initializer%s that only computed the replaced "

@@ -44,7 +44,9 @@ static bool add_scope(scope_tree *tree, scope *s)
     if (!s)
         return false;
     scope **grown = owned_array_grow(tree->scopes, tree->n, sizeof *grown);
-    if (!grown) {
+    if (grown)
+        tree->scopes = grown;
+    if (!grown || !ptrmap_put(&tree->by_graph, s->graph, tree->n)) {
         graph_index_free(&s->index);
         free(s->attr_name);
         free(s->path);
@@ -52,7 +54,6 @@ static bool add_scope(scope_tree *tree, scope *s)
         return false;
     }
     grown[tree->n++] = s;
-    tree->scopes = grown;
     return true;
 }
 
@@ -93,8 +94,7 @@ static bool add_children(scope_tree *tree, scope *parent)
 
 bool scope_tree_build(scope_tree *tree, rnnstate_model *model)
 {
-    tree->scopes = NULL;
-    tree->n = 0;
+    *tree = (scope_tree){ .by_graph = PTRMAP_INIT };
     scope *root = scope_new(model, model->proto->graph, NULL, 0, "", "", false);
     bool ok = add_scope(tree, root) && add_children(tree, root);
     if (!ok)
@@ -121,13 +121,14 @@ void scope_tree_free(scope_tree *tree)
         pending_free(&s->new_inputs);
         pending_free(&s->new_outputs);
         pending_free(&s->new_initializers);
+        strmap_free(&s->forgotten_value_info);
         free(s->attr_name);
         free(s->path);
         free(s);
     }
     free(tree->scopes);
-    tree->scopes = NULL;
-    tree->n = 0;
+    ptrmap_free(&tree->by_graph);
+    *tree = (scope_tree){ .by_graph = PTRMAP_INIT };
 }
 
 bool scope_tree_reindex(scope_tree *tree)
@@ -140,10 +141,8 @@ bool scope_tree_reindex(scope_tree *tree)
 
 scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph)
 {
-    for (size_t i = 0; i < tree->n; i++)
-        if (tree->scopes[i]->graph == graph)
-            return tree->scopes[i];
-    return NULL;
+    size_t at;
+    return ptrmap_get(&tree->by_graph, graph, &at) ? tree->scopes[at] : NULL;
 }
 
 const value_entry *scope_lookup(const scope *s, const char *name, const scope **owner)
@@ -261,9 +260,31 @@ static bool flush_nodes(scope *s)
     return true;
 }
 
+bool scope_forget_value_info(scope *s, const char *name)
+{
+    return strmap_put(&s->forgotten_value_info, name, 1);
+}
+
+static void drop_forgotten_value_info(scope *s)
+{
+    Onnx__GraphProto *g = s->graph;
+    if (!s->forgotten_value_info.count)
+        return;
+    size_t kept = 0;
+    for (size_t i = 0; i < g->n_value_info; i++) {
+        if (strmap_get(&s->forgotten_value_info, str_or_empty(g->value_info[i]->name)) >= 0)
+            protobuf_c_message_free_unpacked(&g->value_info[i]->base, NULL);
+        else
+            g->value_info[kept++] = g->value_info[i];
+    }
+    g->n_value_info = kept;
+    strmap_free(&s->forgotten_value_info);
+}
+
 static bool flush_scope(scope *s)
 {
     Onnx__GraphProto *g = s->graph;
+    drop_forgotten_value_info(s);
     return flush_nodes(s) &&
            pending_flush(&s->new_inputs, (void ***)&g->input, &g->n_input) &&
            pending_flush(&s->new_outputs, (void ***)&g->output, &g->n_output) &&

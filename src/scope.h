@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "graph_index.h"
+#include "ptrmap.h"
 
 /* A node a pass creates, waiting to be inserted before an existing node so
  * that the node list stays topologically sorted. */
@@ -45,11 +46,13 @@ typedef struct scope {
     queued_node *queued;
     size_t n_queued, cap_queued;
     pending_list new_inputs, new_outputs, new_initializers;
+    strmap forgotten_value_info; /* names whose value_info entries go at the flush */
 } scope;
 
 typedef struct scope_tree {
     scope **scopes;
     size_t n;
+    ptrmap by_graph; /* graph -> position in scopes, for scope_of_graph() */
 } scope_tree;
 
 bool scope_tree_build(scope_tree *tree, struct rnnstate_model *model);
@@ -57,7 +60,7 @@ void scope_tree_free(scope_tree *tree);
 /* Rebuilds every scope's index (after the graphs changed). */
 bool scope_tree_reindex(scope_tree *tree);
 
-/* The scope holding a subgraph, or NULL. */
+/* The scope holding a subgraph, or NULL. O(1). */
 scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph);
 
 /* Finds the scope that defines `name` (as a node output, graph input or
@@ -80,7 +83,14 @@ bool scope_add_input(scope *s, Onnx__ValueInfoProto *vi);
 bool scope_add_output(scope *s, Onnx__ValueInfoProto *vi);
 bool scope_add_initializer(scope *s, Onnx__TensorProto *t);
 
-/* Inserts every scope's queued nodes, inputs, outputs and initializers. */
+/* Queues the removal of the value_info entries describing `name` (all of
+ * them, should there be several); they go at the flush, in one pass over the
+ * graph's value_info whatever the number of names, and the index stays valid
+ * until then. */
+bool scope_forget_value_info(scope *s, const char *name);
+
+/* Inserts every scope's queued nodes, inputs, outputs and initializers, and
+ * removes the value_info entries queued for removal. */
 bool scope_tree_flush(scope_tree *tree);
 
 #endif

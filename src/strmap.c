@@ -1,35 +1,136 @@
 #include "strmap.h"
 
-#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
-static uint64_t hash_string(const char *s)
+/* ---- the keyed hash ------------------------------------------------------ */
+
+static uint64_t sip_key[2];
+static pthread_once_t sip_key_once = PTHREAD_ONCE_INIT;
+
+/* getrandom() has no failure mode worth stopping for on Linux >= 3.17; where
+ * it is missing (old kernels, seccomp), the clock and addresses still make a
+ * key that is not known in advance. */
+static void draw_sip_key(void)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
+    unsigned char *at = (unsigned char *)sip_key;
+    size_t got = 0;
+    while (got < sizeof sip_key) {
+        ssize_t n = getrandom(at + got, sizeof sip_key - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
     }
-    return h;
+    if (got == sizeof sip_key)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    sip_key[0] ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&ts;
+    sip_key[1] ^= (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&got;
 }
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                   \
+    do {                                                                                           \
+        v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);                                  \
+        v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                                     \
+        v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                                     \
+        v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                                  \
+    } while (0)
+
+static uint64_t read_le64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* SipHash with one compression and three finalization rounds (SipHash-1-3,
+ * as in Rust's and Python's hash tables). */
+uint64_t strmap_hash(const void *data, size_t len)
+{
+    pthread_once(&sip_key_once, draw_sip_key);
+    const unsigned char *p = data;
+    uint64_t k0 = sip_key[0], k1 = sip_key[1];
+    uint64_t v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
+    uint64_t v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL;
+    size_t full = len & ~(size_t)7;
+    for (size_t i = 0; i < full; i += 8) {
+        uint64_t m = read_le64(p + i);
+        v3 ^= m;
+        SIPROUND;
+        v0 ^= m;
+    }
+    uint64_t last = (uint64_t)len << 56;
+    for (size_t i = 0; i < (len & 7); i++)
+        last |= (uint64_t)p[full + i] << (8 * i);
+    v3 ^= last;
+    SIPROUND;
+    v0 ^= last;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* ---- key storage ------------------------------------------------------- */
+
+struct strmap_block {
+    struct strmap_block *next;
+    size_t used, cap;
+    char data[];
+};
+
+/* Copies key into the newest block, starting a larger one when it is full:
+ * blocks double up to 64 KiB, so a small map (one per subgraph) stays small
+ * and a large one makes few allocations. */
+static const char *store_key(strmap *m, const char *key, size_t len)
+{
+    struct strmap_block *b = m->blocks;
+    if (!b || b->cap - b->used < len + 1) {
+        size_t cap = b ? (b->cap < 65536 ? b->cap * 2 : b->cap) : 128;
+        if (cap < len + 1)
+            cap = len + 1;
+        struct strmap_block *fresh = malloc(sizeof *fresh + cap);
+        if (!fresh)
+            return NULL;
+        *fresh = (struct strmap_block){ .next = b, .used = 0, .cap = cap };
+        m->blocks = b = fresh;
+    }
+    char *copy = b->data + b->used;
+    memcpy(copy, key, len + 1);
+    b->used += len + 1;
+    return copy;
+}
+
+/* ---- the table --------------------------------------------------------- */
 
 void strmap_free(strmap *m)
 {
-    for (size_t i = 0; i < m->cap; i++)
-        free(m->keys[i]);
-    free(m->keys);
-    free(m->vals);
-    m->keys = NULL;
-    m->vals = NULL;
-    m->cap = m->count = 0;
+    for (struct strmap_block *b = m->blocks, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    free(m->slots);
+    *m = (strmap)STRMAP_INIT;
 }
 
-static size_t find_slot(const strmap *m, const char *key)
+static size_t find_slot(const strmap *m, const char *key, uint64_t hash)
 {
     size_t mask = m->cap - 1;
-    size_t i = (size_t)hash_string(key) & mask;
-    while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+    size_t i = (size_t)hash & mask;
+    while (m->slots[i].key &&
+           (m->slots[i].hash != hash || strcmp(m->slots[i].key, key) != 0))
         i = (i + 1) & mask;
     return i;
 }
@@ -38,30 +139,30 @@ int strmap_get(const strmap *m, const char *key)
 {
     if (!m->cap)
         return -1;
-    size_t i = find_slot(m, key);
-    return m->keys[i] ? m->vals[i] : -1;
+    size_t i = find_slot(m, key, strmap_hash(key, strlen(key)));
+    return m->slots[i].key ? m->slots[i].val : -1;
 }
 
 static bool grow(strmap *m)
 {
-    size_t cap = m->cap ? m->cap * 2 : 64;
-    strmap bigger = { calloc(cap, sizeof(char *)), calloc(cap, sizeof(int)), cap, 0 };
-    if (!bigger.keys || !bigger.vals) {
-        free(bigger.keys);
-        free(bigger.vals);
+    size_t cap = m->cap ? m->cap * 2 : 8;
+    if (cap > SIZE_MAX / sizeof(strmap_slot))
         return false;
-    }
+    strmap_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return false;
     for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i])
+        const strmap_slot *s = &m->slots[i];
+        if (!s->key)
             continue;
-        size_t j = find_slot(&bigger, m->keys[i]);
-        bigger.keys[j] = m->keys[i]; /* ownership moves */
-        bigger.vals[j] = m->vals[i];
-        bigger.count++;
+        size_t j = (size_t)s->hash & (cap - 1);
+        while (slots[j].key)
+            j = (j + 1) & (cap - 1);
+        slots[j] = *s; /* the key stays where it is: no rehash, no copy */
     }
-    free(m->keys);
-    free(m->vals);
-    *m = bigger;
+    free(m->slots);
+    m->slots = slots;
+    m->cap = cap;
     return true;
 }
 
@@ -70,14 +171,16 @@ bool strmap_put(strmap *m, const char *key, int val)
     /* keep the load factor under one half so probes stay short */
     if ((m->count + 1) * 2 > m->cap && !grow(m))
         return false;
-    size_t i = find_slot(m, key);
-    if (!m->keys[i]) {
-        char *copy = strdup(key);
+    size_t len = strlen(key);
+    uint64_t hash = strmap_hash(key, len);
+    size_t i = find_slot(m, key, hash);
+    if (!m->slots[i].key) {
+        const char *copy = store_key(m, key, len);
         if (!copy)
             return false;
-        m->keys[i] = copy;
+        m->slots[i] = (strmap_slot){ copy, hash, val };
         m->count++;
     }
-    m->vals[i] = val;
+    m->slots[i].val = val;
     return true;
 }

@@ -190,7 +190,7 @@ static void remove_dropped_defaults(rewrite_ctx *ctx)
         for (size_t d = 0; !drop && d < ctx->n_dropped; d++)
             drop = !strcmp(str_or_empty(g->initializer[i]->name), ctx->dropped[d]);
         if (drop)
-            protobuf_c_message_free_unpacked(&g->initializer[i]->base, NULL);
+            model_release_tensor(ctx->scopes.scopes[0]->model, g->initializer[i]);
         else
             g->initializer[kept++] = g->initializer[i];
     }
