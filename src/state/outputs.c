@@ -89,19 +89,6 @@ static rnnstate_status thread_out(rewrite_ctx *ctx, scope *sc, char *value, cons
     return st;
 }
 
-/* value_info entries naming a value that no longer exists are dropped. */
-static void forget_value_info(Onnx__GraphProto *g, const char *name)
-{
-    size_t kept = 0;
-    for (size_t i = 0; i < g->n_value_info; i++) {
-        if (!strcmp(str_or_empty(g->value_info[i]->name), name))
-            protobuf_c_message_free_unpacked(&g->value_info[i]->base, NULL);
-        else
-            g->value_info[kept++] = g->value_info[i];
-    }
-    g->n_value_info = kept;
-}
-
 /* Names Y_h/Y_c in the node's graph: an output nothing reads (PyTorch names
  * them all) is renamed to the predictable template name; one that feeds
  * computation keeps its name. Returns the name, or NULL when out of memory. */
@@ -116,9 +103,9 @@ static char *name_final_state(rewrite_ctx *ctx, node_plan *p, int slot, const ch
     if (!*renamed)
         return y;
     char *name = p->rs.sc->parent ? name_registry_unique(&ctx->names, final) : strdup(final);
-    if (name && *y)
-        forget_value_info(p->rs.sc->graph, y);
-    if (name && !node_set_output(node, p->rs.op->final_state_output[slot], name)) {
+    /* the old name's value_info would describe nothing */
+    if (name && ((*y && !scope_forget_value_info(p->rs.sc, y)) ||
+                 !node_set_output(node, p->rs.op->final_state_output[slot], name))) {
         free(name);
         name = NULL;
     }
