@@ -1,6 +1,7 @@
 /* make_large_model: writes a large PyTorch-like stacked LSTM as an ONNX model.
  *
  *   make_large_model OUT.onnx LAYERS HIDDEN
+ *   make_large_model --grus OUT.onnx COUNT HIDDEN
  *
  * The graph is what torch.onnx.export (PyTorch 1.13, opset 14, dynamic axes)
  * emits for nn.LSTM(H, H, num_layers=L) called without a state:
@@ -14,6 +15,11 @@
  * W [1,4H,H], R [1,4H,H] and B [1,8H] are float32 initializers whose raw_data
  * comes from a fast deterministic PRNG (values in [-0.05, 0.05)). The file is
  * about 32*L*H^2 bytes (L=8, H=2048: 1 GiB).
+ *
+ * With --grus, COUNT GRU nodes side by side instead, each reading x and its
+ * own W [1,3H,H] and R [1,3H,H], its Y a graph output: many large weight
+ * tensors (H=74: each W and R just over 64 KiB, the default lazy threshold;
+ * 6,000 GRUs make 0.79 GB).
  *
  * The protobuf wire format is written by hand and the weights are streamed to
  * disk in 1 MiB chunks: memory use does not depend on the model's size. Every
@@ -273,18 +279,10 @@ static void stream_initializer(FILE *out, const init_spec *s, float *chunk, size
 
 /* ---- the model ------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+/* The stacked LSTM: everything in the graph but the initializers goes to g,
+ * the initializers' specs to *inits (3 per layer). */
+static void build_lstm(buf *graph, init_spec **inits_out, int64_t L, int64_t H)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: make_large_model OUT.onnx LAYERS HIDDEN\n");
-        return 2;
-    }
-    long layers = strtol(argv[2], NULL, 10), hidden = strtol(argv[3], NULL, 10);
-    if (layers < 1 || layers > 1000 || hidden < 1 || hidden > 1 << 20)
-        die("LAYERS must be 1..1000 and HIDDEN 1..1048576");
-    const int64_t L = layers, H = hidden;
-
-    /* Everything in the graph but the initializers. */
     buf g = { 0 };
     char a[64], b[64], c[64];
     const int64_t one = 1, zero = 0, lv = L, hv = H;
@@ -379,9 +377,70 @@ int main(int argc, char **argv)
     const char *const io_syms[3] = { "T", "batch", NULL };
     value_info(&g, 11, "x", io_dims, io_syms, 3);
     value_info(&g, 12, "y", io_dims, io_syms, 3);
+    *graph = g;
+    *inits_out = inits;
+}
+
+/* COUNT GRUs side by side on x, each with its own W and R (2 initializers each). */
+static void build_grus(buf *graph, init_spec **inits_out, int64_t count, int64_t H)
+{
+    buf g = { 0 };
+    init_spec *inits = calloc((size_t)count * 2, sizeof *inits);
+    if (!inits)
+        die("out of memory");
+    const int64_t io_dims[3] = { -1, -1, H }, y_dims[4] = { -1, 1, -1, H };
+    const char *const io_syms[3] = { "T", "batch", NULL };
+    const char *const y_syms[4] = { "T", NULL, "batch", NULL };
+    for (int64_t i = 0; i < count; i++) {
+        init_spec *w = &inits[2 * i], *r = w + 1;
+        snprintf(w->name, sizeof w->name, "W_%" PRId64, i);
+        snprintf(r->name, sizeof r->name, "R_%" PRId64, i);
+        w->nd = r->nd = 3;
+        w->dims[0] = r->dims[0] = 1;
+        w->dims[1] = r->dims[1] = 3 * H;
+        w->dims[2] = r->dims[2] = H;
+        w->raw_n = r->raw_n = (uint64_t)(3 * H) * (uint64_t)H * 4;
+        char name[32], y[32];
+        snprintf(name, sizeof name, "gru_%" PRId64, i);
+        snprintf(y, sizeof y, "y_%" PRId64, i);
+        node_args n = { .op = "GRU", .name = name, .in = { "x", w->name, r->name }, .out = { y } };
+        attr_int(&n, "hidden_size", H);
+        node(&g, &n);
+    }
+    put_str(&g, 2, "main_graph");
+    value_info(&g, 11, "x", io_dims, io_syms, 3);
+    for (int64_t i = 0; i < count; i++) {
+        char y[32];
+        snprintf(y, sizeof y, "y_%" PRId64, i);
+        value_info(&g, 12, y, y_dims, y_syms, 4);
+    }
+    *graph = g;
+    *inits_out = inits;
+}
+
+int main(int argc, char **argv)
+{
+    int grus = argc == 5 && !strcmp(argv[1], "--grus");
+    if (argc != 4 && !grus) {
+        fprintf(stderr, "usage: make_large_model OUT.onnx LAYERS HIDDEN\n"
+                        "       make_large_model --grus OUT.onnx COUNT HIDDEN\n");
+        return 2;
+    }
+    const char *path = argv[1 + grus];
+    long layers = strtol(argv[2 + grus], NULL, 10), hidden = strtol(argv[3 + grus], NULL, 10);
+    if (layers < 1 || layers > (grus ? 1000000 : 1000) || hidden < 1 || hidden > 1 << 20)
+        die("LAYERS must be 1..1000 (COUNT 1..1000000) and HIDDEN 1..1048576");
+    const int64_t L = layers, H = hidden;
+    const int64_t n_inits = grus ? 2 * L : 3 * L;
+    buf g;
+    init_spec *inits;
+    if (grus)
+        build_grus(&g, &inits, L, H);
+    else
+        build_lstm(&g, &inits, L, H);
 
     uint64_t graph_len = g.n, weights = 0;
-    for (int64_t i = 0; i < 3 * L; i++) {
+    for (int64_t i = 0; i < n_inits; i++) {
         graph_len += init_field_len(&inits[i]);
         weights += inits[i].raw_n;
     }
@@ -397,9 +456,11 @@ int main(int argc, char **argv)
     put_tag(&m, 7, WT_LEN);
     put_varint(&m, graph_len);
 
-    FILE *out = fopen(argv[1], "wb");
+    if (m.n + graph_len >= (1ull << 31))
+        die("the model would exceed protobuf's 2 GiB limit");
+    FILE *out = fopen(path, "wb");
     if (!out) {
-        fprintf(stderr, "make_large_model: %s: %s\n", argv[1], strerror(errno));
+        fprintf(stderr, "make_large_model: %s: %s\n", path, strerror(errno));
         return 1;
     }
     write_all(out, m.p, m.n);
@@ -408,7 +469,7 @@ int main(int argc, char **argv)
     float *chunk = malloc(chunk_floats * sizeof *chunk);
     if (!chunk)
         die("out of memory");
-    for (int64_t i = 0; i < 3 * L; i++)
+    for (int64_t i = 0; i < n_inits; i++)
         stream_initializer(out, &inits[i], chunk, chunk_floats);
     if (fclose(out) != 0)
         die(strerror(errno));

@@ -10,9 +10,6 @@
 
 static value_entry *entry_for(graph_index *gi, const char *name)
 {
-    int at = strmap_get(&gi->by_name, name);
-    if (at >= 0)
-        return &gi->values[at];
     if (gi->n_values == gi->cap_values) {
         size_t cap = gi->cap_values ? gi->cap_values * 2 : 8;
         value_entry *grown = realloc(gi->values, cap * sizeof *grown);
@@ -21,14 +18,16 @@ static value_entry *entry_for(graph_index *gi, const char *name)
         gi->values = grown;
         gi->cap_values = cap;
     }
-    if (!strmap_put(&gi->by_name, name, (int)gi->n_values))
+    int at = strmap_intern(&gi->by_name, name, (int)gi->n_values);
+    if (at < 0)
         return NULL;
+    if ((size_t)at < gi->n_values)
+        return &gi->values[at];
     value_entry *e = &gi->values[gi->n_values++];
     *e = (value_entry){ .name = name, .producer = -1, .producer_slot = -1, .graph_input = -1,
                         .initializer = -1, .graph_output = -1, .value_info = -1 };
     return e;
 }
-
 
 /* Marks every value named inside a subgraph (at any depth) as read there.
  * Names that the subgraph defines itself are marked too: over-approximating

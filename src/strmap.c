@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -13,6 +14,7 @@
 
 static uint64_t sip_key[2];
 static pthread_once_t sip_key_once = PTHREAD_ONCE_INIT;
+static atomic_bool sip_key_ready; /* spares pthread_once() on every hash */
 
 /* getrandom() has no failure mode worth stopping for on Linux >= 3.17; where
  * it is missing (old kernels, seccomp), the clock and addresses still make a
@@ -29,12 +31,13 @@ static void draw_sip_key(void)
             break;
         got += (size_t)n;
     }
-    if (got == sizeof sip_key)
-        return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    sip_key[0] ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&ts;
-    sip_key[1] ^= (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&got;
+    if (got != sizeof sip_key) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        sip_key[0] ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&ts;
+        sip_key[1] ^= (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&got;
+    }
+    atomic_store_explicit(&sip_key_ready, true, memory_order_release);
 }
 
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
@@ -46,11 +49,12 @@ static void draw_sip_key(void)
         v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);                                  \
     } while (0)
 
-static uint64_t read_le64(const unsigned char *p)
+/* Words are read in the host's byte order: the hash only has to be
+ * unpredictable within this process, not the same on every machine. */
+static uint64_t read_word(const unsigned char *p)
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
     return v;
 }
 
@@ -58,14 +62,15 @@ static uint64_t read_le64(const unsigned char *p)
  * as in Rust's and Python's hash tables). */
 uint64_t strmap_hash(const void *data, size_t len)
 {
-    pthread_once(&sip_key_once, draw_sip_key);
+    if (!atomic_load_explicit(&sip_key_ready, memory_order_acquire))
+        pthread_once(&sip_key_once, draw_sip_key);
     const unsigned char *p = data;
     uint64_t k0 = sip_key[0], k1 = sip_key[1];
     uint64_t v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
     uint64_t v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL;
     size_t full = len & ~(size_t)7;
     for (size_t i = 0; i < full; i += 8) {
-        uint64_t m = read_le64(p + i);
+        uint64_t m = read_word(p + i);
         v3 ^= m;
         SIPROUND;
         v0 ^= m;
@@ -164,6 +169,23 @@ static bool grow(strmap *m)
     m->slots = slots;
     m->cap = cap;
     return true;
+}
+
+int strmap_intern(strmap *m, const char *key, int val)
+{
+    if ((m->count + 1) * 2 > m->cap && !grow(m))
+        return -1;
+    size_t len = strlen(key);
+    uint64_t hash = strmap_hash(key, len);
+    size_t i = find_slot(m, key, hash);
+    if (m->slots[i].key)
+        return m->slots[i].val;
+    const char *copy = store_key(m, key, len);
+    if (!copy)
+        return -1;
+    m->slots[i] = (strmap_slot){ copy, hash, val };
+    m->count++;
+    return val;
 }
 
 bool strmap_put(strmap *m, const char *key, int val)

@@ -39,6 +39,9 @@ void strmap_free(strmap *m);
 int strmap_get(const strmap *m, const char *key);
 /* Stores val under key (replacing any value). Returns false when out of memory. */
 bool strmap_put(strmap *m, const char *key, int val);
+/* The value stored under key; if there is none, stores val and returns it.
+ * -1 when out of memory. One hash and one probe, for get-or-insert. */
+int strmap_intern(strmap *m, const char *key, int val);
 
 /* SipHash-1-3 of `len` bytes under the process's random key. */
 uint64_t strmap_hash(const void *data, size_t len);
