@@ -159,6 +159,8 @@ bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
 
 void graph_index_free(graph_index *gi)
 {
+    if (gi->analysis)
+        gi->analysis_free(gi->analysis);
     free(gi->consumer_store);
     free(gi->values);
     strmap_free(&gi->by_name);

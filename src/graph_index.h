@@ -38,6 +38,11 @@ typedef struct graph_index {
     size_t n_values;
     size_t cap_values;
     int *consumer_store; /* every value's consumers, one slice after another */
+    /* Answers an analysis (state/trace.c) memoized per value of this index;
+     * freed with analysis_free() when the index is rebuilt or freed, so they
+     * never outlive the graph they describe. */
+    void *analysis;
+    void (*analysis_free)(void *analysis);
 } graph_index;
 
 /* Indexes `graph`. Returns false when out of memory (the index is then empty). */

@@ -33,9 +33,7 @@ void ctx_free(rewrite_ctx *ctx)
     for (size_t i = 0; i < ctx->n_detached; i++)
         free(ctx->detached[i].name);
     free(ctx->detached);
-    for (size_t i = 0; i < ctx->n_dropped; i++)
-        free(ctx->dropped[i]);
-    free(ctx->dropped);
+    strmap_free(&ctx->dropped);
     report_builder_discard(&ctx->report);
 }
 

@@ -31,8 +31,7 @@ typedef struct rewrite_ctx {
     size_t n_detached;
     /* Initializers of main-graph inputs to remove when the state pass ends
      * (defaults of existing state inputs, with required state inputs). */
-    char **dropped;
-    size_t n_dropped;
+    strmap dropped; /* name -> 1 */
     bool changed;
     rnnstate_error *err;
 } rewrite_ctx;

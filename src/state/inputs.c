@@ -166,13 +166,12 @@ static bool tensor_all_zero(const Onnx__TensorProto *t)
 static rnnstate_status drop_default(rewrite_ctx *ctx, node_plan *p, const value_entry *e)
 {
     Onnx__TensorProto *init = ctx->graph->initializer[e->initializer];
-    for (size_t i = 0; i < ctx->n_dropped; i++)
-        if (!strcmp(ctx->dropped[i], e->name))
-            return RNNSTATE_OK; /* another slot already dropped it */
+    if (strmap_get(&ctx->dropped, e->name) >= 0)
+        return RNNSTATE_OK; /* another slot already dropped it */
     if (!scope_tensor_data(ctx->scopes.scopes[0], init))
         return set_error(ctx->err, RNNSTATE_ERR_IO, "%s: cannot read initializer '%s'",
                          ctx->label, e->name);
-    if (!append_string(&ctx->dropped, &ctx->n_dropped, e->name))
+    if (!strmap_put(&ctx->dropped, e->name, 1))
         return ctx_oom(ctx);
     report_node_decide(&ctx->report, p->report_node,
                        "graph input %s: its default removed (required state inputs)", e->name);

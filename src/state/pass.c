@@ -185,11 +185,10 @@ static void remove_dropped_defaults(rewrite_ctx *ctx)
 {
     Onnx__GraphProto *g = ctx->graph;
     size_t kept = 0;
+    if (!ctx->dropped.count)
+        return;
     for (size_t i = 0; i < g->n_initializer; i++) {
-        bool drop = false;
-        for (size_t d = 0; !drop && d < ctx->n_dropped; d++)
-            drop = !strcmp(str_or_empty(g->initializer[i]->name), ctx->dropped[d]);
-        if (drop)
+        if (strmap_get(&ctx->dropped, str_or_empty(g->initializer[i]->name)) >= 0)
             model_release_tensor(ctx->scopes.scopes[0]->model, g->initializer[i]);
         else
             g->initializer[kept++] = g->initializer[i];

@@ -1,9 +1,20 @@
-/* Tracing state values through the graphs. Every walk is bounded
- * (MAX_TRACE_DEPTH steps back, MAX_VISITS forward, a step budget for shape
- * queries) so that a hostile graph cannot make the analysis recurse without
- * end or take quadratic time. */
+/* Tracing state values through the graphs.
+ *
+ * Every walk is memoized per (scope, value): the answer for a value (is it a
+ * uniform constant, which main-graph output does it reach, its rank, its
+ * first dimensions) is computed once per index and kept in the index's
+ * `analysis` slot, so the whole analysis takes time linear in the size of
+ * the graphs whatever their shape (a chain of Concat(c, c) nodes, which a
+ * plain walk visits 2^N times, is walked once), and shared inputs cost
+ * nothing the second time. Recursion is bounded by MAX_TRACE_DEPTH steps; a
+ * value whose answer was cut short by that bound is computed again only when
+ * it is reached nearer the start of a walk, so each value is computed at
+ * most MAX_TRACE_DEPTH times and answers do not depend on the order of the
+ * queries. A value met again while its own answer is being computed (a
+ * cycle, in an invalid graph) is "not known". */
 #include "state/trace.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +22,6 @@
 #include "tensor_util.h"
 
 #define MAX_TRACE_DEPTH 64
-#define MAX_VISITS 4096
 
 static bool op_is(const Onnx__NodeProto *node, const char *op)
 {
@@ -44,6 +54,113 @@ static const char *const uniform_keeping_ops[] = { "Expand", "Slice", "Gather", 
 static const char *const data_movement_ops[] = { "Concat", "Squeeze", "Unsqueeze", "Reshape",
                                                  "Transpose", "Identity", "Cast", "ScatterND",
                                                  NULL };
+
+/* ---- memo ------------------------------------------------------------- */
+
+typedef enum memo_state { MEMO_NONE, MEMO_BUSY, MEMO_DONE } memo_state;
+
+typedef struct uniform_value {
+    int32_t elem_type;
+    size_t size;
+    unsigned char bytes[16];
+} uniform_value;
+
+/* Is the value a data-independent tensor whose elements all equal one value? */
+typedef struct uniform_memo {
+    unsigned char state;
+    bool ok;
+    bool cut;   /* failed only because the walk reached MAX_TRACE_DEPTH */
+    int depth;  /* the depth it was computed at */
+    uniform_value u;
+    const Onnx__NodeProto *node;    /* ok: the producer (NULL: an initializer) */
+    const Onnx__NodeProto *blocker; /* !ok: the node that made it data-dependent, or NULL */
+    const struct uniform_memo *from; /* ok: the answer of the input it came from, or NULL */
+} uniform_memo;
+
+/* The main-graph output the value reaches through data-movement ops. */
+typedef struct reach_memo {
+    unsigned char state;
+    bool cut;
+    int depth;
+    const char *output;
+} reach_memo;
+
+typedef struct rank_memo {
+    unsigned char state;
+    bool cut;
+    int depth;
+    int64_t rank;
+} rank_memo;
+
+#define MEMO_AXES 4 /* dims of axes 0..3 are memoized (states have rank 3, Y rank 4) */
+
+typedef struct dim_memo {
+    unsigned char state;
+    bool cut;
+    int depth;
+    dim_info dim; /* owns its param */
+} dim_memo;
+
+typedef struct value_memo {
+    uniform_memo uniform;
+    reach_memo reach;
+    rank_memo rank;
+    dim_memo dims[MEMO_AXES];
+} value_memo;
+
+/* One per index: a memo per value entry, allocated when first needed, so an
+ * index costs one pointer per value and a memo per value actually visited. */
+typedef struct trace_cache {
+    value_memo **memo;
+    size_t n;
+} trace_cache;
+
+static void trace_cache_free(void *analysis)
+{
+    trace_cache *c = analysis;
+    for (size_t i = 0; i < c->n; i++) {
+        if (!c->memo[i])
+            continue;
+        for (int a = 0; a < MEMO_AXES; a++)
+            dim_info_clear(&c->memo[i]->dims[a].dim);
+        free(c->memo[i]);
+    }
+    free(c->memo);
+    free(c);
+}
+
+/* The memo of entry `e` of scope `o`'s index, or NULL when out of memory
+ * (the caller then computes without one). The cache is logically part of
+ * the index, which the analysis otherwise only reads: hence the casts. */
+static value_memo *memo_of(const scope *o, const value_entry *e)
+{
+    graph_index *gi = (graph_index *)&o->index;
+    trace_cache *c = gi->analysis;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        value_memo **memo = c ? calloc(gi->n_values ? gi->n_values : 1, sizeof *memo) : NULL;
+        if (!memo) {
+            free(c);
+            return NULL;
+        }
+        *c = (trace_cache){ memo, gi->n_values };
+        gi->analysis = c;
+        gi->analysis_free = trace_cache_free;
+    }
+    size_t at = (size_t)(e - gi->values);
+    if (at >= c->n)
+        return NULL;
+    if (!c->memo[at])
+        c->memo[at] = calloc(1, sizeof *c->memo[at]);
+    return c->memo[at];
+}
+
+/* A finished answer may be reused at `depth` unless the depth bound cut it
+ * short and this walk has more room left than the one that computed it. */
+static bool memo_reusable(unsigned char state, bool cut, int computed_at, int depth)
+{
+    return state == MEMO_DONE && (!cut || depth >= computed_at);
+}
 
 /* The node producing `value` as seen from `s`, or NULL. */
 static const Onnx__NodeProto *producer(const scope *s, const char *value, const scope **owner)
@@ -161,12 +278,6 @@ static const char *view_chain_input(const scope *s, const char *value, trace_pat
     return NULL;
 }
 
-typedef struct uniform_value {
-    int32_t elem_type;
-    size_t size;
-    unsigned char bytes[16];
-} uniform_value;
-
 static bool tensor_uniform(const Onnx__TensorProto *t, uniform_value *u)
 {
     unsigned char *bytes;
@@ -225,74 +336,116 @@ static bool constant_of_shape_uniform(const Onnx__NodeProto *p, uniform_value *u
     return true;
 }
 
-static bool resolve_uniform(const scope *s, const char *value, int depth, trace_path *path,
-                            uniform_value *u, const Onnx__NodeProto **blocker);
+static const uniform_memo *resolve_uniform(const scope *s, const char *value, int depth);
 
-static bool resolve_cast(const scope *s, const Onnx__NodeProto *p, int depth, trace_path *path,
-                         uniform_value *u, const Onnx__NodeProto **blocker)
+/* The answer for a value with no memo: not uniform (and not worth keeping). */
+static const uniform_memo not_uniform = { .state = MEMO_DONE };
+
+static void resolve_cast(uniform_memo *m, const scope *o, const Onnx__NodeProto *p, int depth)
 {
     /* a cast keeps zero exactly; other values would need converting */
     int64_t to = node_attr_int(p, "to", 0);
-    if (!resolve_uniform(s, str_or_empty(p->input[0]), depth + 1, path, u, blocker))
-        return false;
+    const uniform_memo *in = resolve_uniform(o, str_or_empty(p->input[0]), depth + 1);
     size_t width = dtype_size((int32_t)to);
-    if (!all_zero(u) || !width || width > sizeof u->bytes) {
-        *blocker = p;
-        return false;
+    m->cut = in->cut;
+    if (!in->ok) {
+        m->blocker = in->blocker ? in->blocker : p;
+        return;
     }
-    u->elem_type = (int32_t)to;
-    u->size = width;
-    return true;
+    if (!all_zero(&in->u) || !width || width > sizeof m->u.bytes)
+        return; /* m->blocker is p */
+    m->ok = true;
+    m->u = in->u;
+    m->u.elem_type = (int32_t)to;
+    m->u.size = width;
+    m->from = in;
 }
 
-static bool resolve_concat(const scope *s, const Onnx__NodeProto *p, int depth, trace_path *path,
-                           uniform_value *u, const Onnx__NodeProto **blocker)
+static void resolve_concat(uniform_memo *m, const scope *o, const Onnx__NodeProto *p, int depth)
 {
-    uniform_value first, next;
-    if (!resolve_uniform(s, str_or_empty(p->input[0]), depth + 1, path, &first, blocker))
-        return false;
+    const uniform_memo *first = resolve_uniform(o, str_or_empty(p->input[0]), depth + 1);
+    m->cut = first->cut;
+    if (!first->ok) {
+        m->blocker = first->blocker ? first->blocker : p;
+        return;
+    }
     for (size_t i = 1; i < p->n_input; i++) {
-        if (!resolve_uniform(s, str_or_empty(p->input[i]), depth + 1, path, &next, blocker) ||
-            next.elem_type != first.elem_type || memcmp(next.bytes, first.bytes, first.size)) {
-            *blocker = p;
-            return false;
-        }
+        const uniform_memo *next = resolve_uniform(o, str_or_empty(p->input[i]), depth + 1);
+        m->cut |= next->cut;
+        if (!next->ok || next->u.elem_type != first->u.elem_type ||
+            memcmp(next->u.bytes, first->u.bytes, first->u.size))
+            return; /* m->blocker is p */
     }
-    *u = first;
-    return true;
+    m->ok = true;
+    m->u = first->u;
+    m->from = first; /* the chain shown follows the first input */
 }
 
-/* True when `value` is a data-independent tensor whose elements all equal
- * one value; on false, *blocker is the node that made it data-dependent. */
-static bool resolve_uniform(const scope *s, const char *value, int depth, trace_path *path,
-                            uniform_value *u, const Onnx__NodeProto **blocker)
+/* Fills m for the value produced by p (in scope o). */
+static void resolve_produced(uniform_memo *m, const scope *o, const Onnx__NodeProto *p, int depth)
 {
+    m->node = p;
+    m->blocker = p;
+    if (!default_domain(p))
+        return;
+    if (op_is(p, "Constant")) {
+        m->ok = constant_node_uniform(p, &m->u);
+    } else if (op_is(p, "ConstantOfShape")) {
+        m->ok = constant_of_shape_uniform(p, &m->u);
+    } else if (p->n_input == 0) {
+        return;
+    } else if (op_in(p, uniform_keeping_ops)) {
+        const uniform_memo *in = resolve_uniform(o, str_or_empty(p->input[0]), depth + 1);
+        m->ok = in->ok;
+        m->cut = in->cut;
+        m->u = in->u;
+        m->from = in->ok ? in : NULL;
+        m->blocker = in->blocker ? in->blocker : p;
+    } else if (op_is(p, "Cast")) {
+        resolve_cast(m, o, p, depth);
+    } else if (op_is(p, "Concat")) {
+        resolve_concat(m, o, p, depth);
+    }
+}
+
+/* Whether `value` is a data-independent tensor whose elements all equal one
+ * value; when not, the answer's blocker is the node that made it
+ * data-dependent (NULL: the value itself, e.g. a graph input). */
+static const uniform_memo *resolve_uniform(const scope *s, const char *value, int depth)
+{
+    static const uniform_memo cut_short = { .state = MEMO_DONE, .cut = true };
     const scope *o;
     const value_entry *e = scope_lookup(s, value, &o);
-    if (!e || e->graph_input >= 0 || depth >= MAX_TRACE_DEPTH)
-        return false;
+    if (!e || e->graph_input >= 0)
+        return &not_uniform;
+    if (depth >= MAX_TRACE_DEPTH)
+        return &cut_short;
+    value_memo *vm = memo_of(o, e);
+    if (!vm)
+        return &not_uniform;
+    uniform_memo *m = &vm->uniform;
+    if (m->state == MEMO_BUSY)
+        return &not_uniform; /* a cycle */
+    if (memo_reusable(m->state, m->cut, m->depth, depth))
+        return m;
+    *m = (uniform_memo){ .state = MEMO_BUSY, .depth = depth };
     if (e->initializer >= 0)
-        return tensor_uniform(scope_tensor_data(o, o->graph->initializer[e->initializer]), u);
-    if (e->producer < 0)
-        return false;
-    const Onnx__NodeProto *p = o->graph->node[e->producer];
-    *blocker = p;
-    if (!default_domain(p))
-        return false;
-    path_push(path, p);
-    if (op_is(p, "Constant"))
-        return constant_node_uniform(p, u);
-    if (op_is(p, "ConstantOfShape"))
-        return constant_of_shape_uniform(p, u);
-    if (p->n_input == 0)
-        return false;
-    if (op_in(p, uniform_keeping_ops))
-        return resolve_uniform(o, str_or_empty(p->input[0]), depth + 1, path, u, blocker);
-    if (op_is(p, "Cast"))
-        return resolve_cast(o, p, depth, path, u, blocker);
-    if (op_is(p, "Concat"))
-        return resolve_concat(o, p, depth, path, u, blocker);
-    return false;
+        m->ok = tensor_uniform(scope_tensor_data(o, o->graph->initializer[e->initializer]), &m->u);
+    else if (e->producer >= 0)
+        resolve_produced(m, o, o->graph->node[e->producer], depth);
+    if (m->ok)
+        m->blocker = NULL;
+    m->state = MEMO_DONE;
+    return m;
+}
+
+/* The chain shown for a uniform value: the producers along the inputs its
+ * value came from, nearest first. */
+static void uniform_path(const uniform_memo *m, trace_path *path)
+{
+    for (; m; m = m->from)
+        if (m->node)
+            path_push(path, m->node);
 }
 
 /* Case d: the slot is an Expand whose data is a constant. */
@@ -331,17 +484,18 @@ static bool classify_constant(const scope *s, const char *value, state_source *o
     if (classify_expand(o, p, out))
         return true;
     trace_path path = { .n = 0 };
-    uniform_value u;
-    const Onnx__NodeProto *blocker = p;
-    if (resolve_uniform(s, value, 0, &path, &u, &blocker)) {
+    const uniform_memo *m = resolve_uniform(s, value, 0);
+    if (m->ok) {
         out->kind = SOURCE_CONSTANT;
         out->node = p;
         out->uniform = true;
-        out->elem_type = u.elem_type;
-        memcpy(out->fill, u.bytes, u.size);
+        out->elem_type = m->u.elem_type;
+        memcpy(out->fill, m->u.bytes, m->u.size);
+        uniform_path(m, &path);
         path_describe(&path, out->chain, sizeof out->chain);
         return true;
     }
+    const Onnx__NodeProto *blocker = m->blocker ? m->blocker : p;
     const Onnx__TensorProto *t = constant_tensor(s, value);
     if (t && p && op_is(p, "Constant")) {
         /* a Constant of any value: it serves as the default if its shape fits */
@@ -411,31 +565,79 @@ static bool leave_branch(const scope *s, const value_entry *e, reach *next)
     return *next->value != '\0';
 }
 
+static const char *reach_output(const scope *s, const char *value, int depth, bool *cut);
+
+/* Where the outputs of the consumers of `e` lead (the last consumer's last
+ * output first, the order of the walk this replaces). */
+static const char *reach_through_consumers(const scope *s, const value_entry *e, int depth,
+                                           bool *cut)
+{
+    for (size_t c = e->n_consumers; c-- > 0;) {
+        const Onnx__NodeProto *n = s->graph->node[e->consumers[c]];
+        if (!default_domain(n) || !op_in(n, data_movement_ops))
+            continue;
+        for (size_t o = n->n_output; o-- > 0;) {
+            const char *r = *str_or_empty(n->output[o])
+                                ? reach_output(s, n->output[o], depth + 1, cut)
+                                : NULL;
+            if (r)
+                return r;
+        }
+    }
+    return NULL;
+}
+
+/* The main-graph output `value` (defined in scope `s`) reaches, memoized. */
+static const char *reach_output(const scope *s, const char *value, int depth, bool *cut)
+{
+    const value_entry *e = graph_index_find(&s->index, value);
+    if (!e)
+        return NULL;
+    if (e->graph_output >= 0 && !s->parent)
+        return e->name;
+    if (depth >= MAX_TRACE_DEPTH) {
+        *cut = true;
+        return NULL;
+    }
+    value_memo *vm = memo_of(s, e);
+    if (!vm)
+        return NULL;
+    reach_memo *m = &vm->reach;
+    if (m->state == MEMO_BUSY)
+        return NULL; /* a cycle */
+    if (memo_reusable(m->state, m->cut, m->depth, depth)) {
+        *cut |= m->cut;
+        return m->output;
+    }
+    *m = (reach_memo){ .state = MEMO_BUSY, .depth = depth };
+    bool my_cut = false;
+    const char *r = reach_through_consumers(s, e, depth, &my_cut);
+    reach up;
+    if (!r && e->graph_output >= 0 && leave_branch(s, e, &up))
+        r = reach_output(up.sc, up.value, depth + 1, &my_cut);
+    *m = (reach_memo){ .state = MEMO_DONE, .cut = my_cut, .depth = depth, .output = r };
+    *cut |= my_cut;
+    return r;
+}
+
 const char *trace_final_state(const scope *s, const char *value, bool direct)
 {
-    reach stack[MAX_TRACE_DEPTH];
-    int top = 0, visits = 0;
-    stack[top++] = (reach){ s, value };
-    while (top > 0 && visits++ < MAX_VISITS) {
-        reach r = stack[--top];
-        const value_entry *e = graph_index_find(&r.sc->index, r.value);
-        if (!e)
-            continue;
-        if (e->graph_output >= 0) {
-            reach up;
-            if (!r.sc->parent)
-                return e->name;
-            if (leave_branch(r.sc, e, &up) && top < MAX_TRACE_DEPTH)
-                stack[top++] = up;
-        }
-        for (size_t c = 0; !direct && c < e->n_consumers; c++) {
-            const Onnx__NodeProto *n = r.sc->graph->node[e->consumers[c]];
-            if (!default_domain(n) || !op_in(n, data_movement_ops))
-                continue;
-            for (size_t o = 0; o < n->n_output && top < MAX_TRACE_DEPTH; o++)
-                if (*str_or_empty(n->output[o]))
-                    stack[top++] = (reach){ r.sc, n->output[o] };
-        }
+    if (!direct) {
+        bool cut = false;
+        return reach_output(s, value, 0, &cut);
+    }
+    /* the value itself, or the If outputs it becomes on the way out */
+    for (int depth = 0; depth < MAX_TRACE_DEPTH; depth++) {
+        const value_entry *e = graph_index_find(&s->index, value);
+        reach up;
+        if (!e || e->graph_output < 0)
+            return NULL;
+        if (!s->parent)
+            return e->name;
+        if (!leave_branch(s, e, &up))
+            return NULL;
+        s = up.sc;
+        value = up.value;
     }
     return NULL;
 }
@@ -454,10 +656,13 @@ static const char *const broadcast_ops[] = { "Add", "Sub", "Mul", "Div", "Pow", 
                                              "Sum", "Mean", "Where", NULL };
 
 typedef struct shape_query {
-    int budget; /* total steps for one query, so broadcasts cannot blow up */
+    bool cut; /* an answer was cut short by MAX_TRACE_DEPTH */
     /* trace_axis_to_input: walk past declared shapes to a main-graph input,
-     * and record which of its axes the traced dimension is */
+     * and record which of its axes the traced dimension is. Those walks are
+     * not memoized (their answer is not a dimension); a step budget bounds
+     * each. */
     bool to_input;
+    int budget;
     const char *input;
     int64_t input_axis;
 } shape_query;
@@ -486,12 +691,12 @@ static bool int_list(const scope *s, const Onnx__NodeProto *p, const char *attr,
 }
 
 /* The producer of `value` for a shape query (within the default domain, or
- * a recurrent node), charging the budget. */
-static const Onnx__NodeProto *shape_producer(shape_query *q, const scope *s, const char *value,
+ * a recurrent node). */
+static const Onnx__NodeProto *shape_producer(const scope *s, const char *value,
                                              const scope **owner, int *slot)
 {
     const value_entry *e = scope_lookup(s, value, owner);
-    if (!e || e->producer < 0 || --q->budget <= 0)
+    if (!e || e->producer < 0)
         return NULL;
     const Onnx__NodeProto *p = (*owner)->graph->node[e->producer];
     *slot = e->producer_slot;
@@ -511,12 +716,9 @@ static int64_t rank_of_broadcast(shape_query *q, const scope *s, const Onnx__Nod
     return rank;
 }
 
-static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int depth)
+static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
+                            const scope *o, const value_entry *e, int depth)
 {
-    const scope *o;
-    const value_entry *e = scope_lookup(s, value, &o);
-    if (!e || depth > MAX_TRACE_DEPTH)
-        return -1;
     const Onnx__TensorShapeProto *sh = declared_shape(o, e);
     if (sh)
         return (int64_t)sh->n_dim;
@@ -524,7 +726,7 @@ static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int
     if (t)
         return (int64_t)t->n_dims;
     int slot;
-    const Onnx__NodeProto *p = shape_producer(q, s, value, &o, &slot);
+    const Onnx__NodeProto *p = shape_producer(s, value, &o, &slot);
     if (!p || p->n_input == 0)
         return -1;
     const char *in0 = str_or_empty(p->input[0]);
@@ -549,6 +751,36 @@ static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int
             rank = shape->dims[0];
     }
     free(vals);
+    return rank;
+}
+
+/* The rank of `value`, or -1 when unknown; memoized. */
+static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int depth)
+{
+    const scope *o;
+    const value_entry *e = scope_lookup(s, value, &o);
+    if (!e)
+        return -1;
+    if (depth > MAX_TRACE_DEPTH) {
+        q->cut = true;
+        return -1;
+    }
+    value_memo *vm = memo_of(o, e);
+    rank_memo *m = vm ? &vm->rank : NULL;
+    if (m && m->state == MEMO_BUSY)
+        return -1; /* a cycle */
+    if (m && memo_reusable(m->state, m->cut, m->depth, depth)) {
+        q->cut |= m->cut;
+        return m->rank;
+    }
+    if (m)
+        m->state = MEMO_BUSY;
+    bool outer_cut = q->cut;
+    q->cut = false;
+    int64_t rank = compute_rank(q, s, value, o, e, depth);
+    if (m)
+        *m = (rank_memo){ .state = MEMO_DONE, .cut = q->cut, .depth = depth, .rank = rank };
+    q->cut |= outer_cut;
     return rank;
 }
 
@@ -693,7 +925,7 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
 {
     const scope *o;
     int slot;
-    const Onnx__NodeProto *p = shape_producer(q, s, value, &o, &slot);
+    const Onnx__NodeProto *p = shape_producer(s, value, &o, &slot);
     if (!p || p->n_input == 0)
         return true;
     const char *in0 = str_or_empty(p->input[0]);
@@ -722,21 +954,11 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
     return true;
 }
 
-static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int64_t axis,
-                         int depth, dim_info *out)
+/* Dimension `axis` of `value` (entry e of scope o) into *out (cleared);
+ * false when out of memory. */
+static bool compute_dim(shape_query *q, const scope *s, const char *value, const scope *o,
+                        const value_entry *e, int64_t axis, int depth, dim_info *out)
 {
-    const scope *o;
-    const value_entry *e = scope_lookup(s, value, &o);
-    if (!e || axis < 0 || depth > MAX_TRACE_DEPTH || q->budget <= 0)
-        return true;
-    if (q->to_input) {
-        if (o->parent == NULL && e->graph_input >= 0 && e->initializer < 0) {
-            q->input = e->name;
-            q->input_axis = axis;
-            return true;
-        }
-        return through_producer(q, s, value, axis, depth, out);
-    }
     const Onnx__TensorShapeProto *sh = declared_shape(o, e);
     if (sh && (size_t)axis < sh->n_dim) {
         const Onnx__TensorShapeProto__Dimension *d = sh->dim[axis];
@@ -758,10 +980,70 @@ static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int6
     return through_producer(q, s, value, axis, depth, out);
 }
 
+static bool dim_copy(dim_info *to, const dim_info *from)
+{
+    dim_info_clear(to);
+    *to = *from;
+    to->param = NULL;
+    return !from->param || (to->param = strdup(from->param)) != NULL;
+}
+
+/* trace_axis_to_input's step: a main-graph input ends the walk, anything
+ * else is followed through its producer. */
+static bool walk_to_input(shape_query *q, const scope *s, const char *value, const scope *o,
+                          const value_entry *e, int64_t axis, int depth, dim_info *out)
+{
+    if (--q->budget <= 0)
+        return true;
+    if (o->parent == NULL && e->graph_input >= 0 && e->initializer < 0) {
+        q->input = e->name;
+        q->input_axis = axis;
+        return true;
+    }
+    return through_producer(q, s, value, axis, depth, out);
+}
+
+/* Dimension `axis` of `value` into *out, which holds nothing known yet;
+ * memoized for the first MEMO_AXES axes. False when out of memory. */
+static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int64_t axis,
+                         int depth, dim_info *out)
+{
+    const scope *o;
+    const value_entry *e = scope_lookup(s, value, &o);
+    if (!e || axis < 0)
+        return true;
+    if (depth > MAX_TRACE_DEPTH) {
+        q->cut = true;
+        return true;
+    }
+    if (q->to_input)
+        return walk_to_input(q, s, value, o, e, axis, depth, out);
+    value_memo *vm = axis < MEMO_AXES ? memo_of(o, e) : NULL;
+    dim_memo *m = vm ? &vm->dims[axis] : NULL;
+    if (m && m->state == MEMO_BUSY)
+        return true; /* a cycle */
+    if (m && memo_reusable(m->state, m->cut, m->depth, depth)) {
+        q->cut |= m->cut;
+        return dim_copy(out, &m->dim);
+    }
+    if (!m)
+        return compute_dim(q, s, value, o, e, axis, depth, out);
+    dim_info_clear(&m->dim);
+    m->state = MEMO_BUSY;
+    bool outer_cut = q->cut;
+    q->cut = false;
+    bool ok = compute_dim(q, s, value, o, e, axis, depth, out);
+    m->cut = q->cut;
+    m->depth = depth;
+    q->cut |= outer_cut;
+    m->state = ok && dim_copy(&m->dim, out) ? MEMO_DONE : MEMO_NONE;
+    return ok && m->state == MEMO_DONE;
+}
+
 bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const char **input,
                          int64_t *input_axis)
 {
-    shape_query q = { .budget = 10000, .to_input = true };
+    shape_query q = { .to_input = true, .budget = 10000 };
     dim_info unused = { 0 };
     bool ok = infer_dim_at(&q, s, value, axis, 0, &unused);
     dim_info_clear(&unused);
@@ -772,7 +1054,7 @@ bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const 
 
 bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out)
 {
-    shape_query q = { .budget = 10000 };
+    shape_query q = { .cut = false };
     dim_info_clear(out);
     return infer_dim_at(&q, s, value, axis, 0, out);
 }

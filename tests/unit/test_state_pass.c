@@ -1016,6 +1016,30 @@ static void test_e_chain_through_cast_and_unsqueeze_of_int_zeros(void **state)
     assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,2,4", "float32", true, true);
 }
 
+/* The chain the report shows is the path the value takes (through a
+ * Concat's first input), not every node the analysis looked at. */
+static void test_e_chain_shown_is_the_path_through_the_first_concat_input(void **state)
+{
+    Onnx__ModelProto *m = model_with_x(7, 13, "T,2,3");
+    mb_constant(m, "const_a", "ca", mb_tensor_filled("", MB_FLOAT, MB_DIMS(1, 1, 4), 0));
+    mb_constant(m, "const_b", "cb", mb_tensor_filled("", MB_FLOAT, MB_DIMS(1, 1, 4), 0));
+    mb_node(m, "Identity", "id_a", "ca", "za");
+    mb_node(m, "Identity", "id_b", "cb", "zb");
+    mb_attr_int(mb_node(m, "Concat", "cat", "za,zb", "h0"), "axis", 1);
+    add_layer(m, "GRU", "gru", "X", I, "h0", NULL, "Y");
+    mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
+    mb_run *run = rewrite(state, m, NULL);
+
+    const rnnstate_node_report *n = mb_report_node(run->report, "gru");
+    assert_non_null(n);
+    assert_true(n->n_decisions >= 1);
+    assert_non_null(strstr(n->decisions[0], "initial_h: case e"));
+    assert_non_null(strstr(n->decisions[0],
+                           "from Constant 'const_a' -> Identity 'id_a' -> Concat 'cat'"));
+    assert_null(strstr(n->decisions[0], "id_b"));
+    assert_zero_default(run->g, "GRU_0_initial_h", MB_FLOAT, "1,2,4", 8);
+}
+
 static void test_e_uniform_nonzero_constant_of_shape_is_the_default(void **state)
 {
     Onnx__ModelProto *m = model_with_x(7, 13, "T,2,3");
@@ -1662,6 +1686,7 @@ int main(void)
         REWRITE_TEST(test_e_torch_zero_state_shared_by_layers_and_h_c_gives_each_slot_an_input),
         REWRITE_TEST(test_e_zero_constant_fixed_batch_becomes_input_with_full_zero_default),
         REWRITE_TEST(test_e_chain_through_cast_and_unsqueeze_of_int_zeros),
+        REWRITE_TEST(test_e_chain_shown_is_the_path_through_the_first_concat_input),
         REWRITE_TEST(test_e_uniform_nonzero_constant_of_shape_is_the_default),
         REWRITE_TEST(test_e_required_mode_replaces_the_chain_without_defaults),
         REWRITE_TEST(test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing),
