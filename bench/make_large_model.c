@@ -2,6 +2,8 @@
  *
  *   make_large_model OUT.onnx LAYERS HIDDEN
  *   make_large_model --grus OUT.onnx COUNT HIDDEN
+ *   make_large_model --small-grus OUT.onnx COUNT
+ *   make_large_model --chain OUT.onnx NODES
  *
  * The graph is what torch.onnx.export (PyTorch 1.13, opset 14, dynamic axes)
  * emits for nn.LSTM(H, H, num_layers=L) called without a state:
@@ -20,6 +22,12 @@
  * own W [1,3H,H] and R [1,3H,H], its Y a graph output: many large weight
  * tensors (H=74: each W and R just over 64 KiB, the default lazy threshold;
  * 6,000 GRUs make 0.79 GB).
+ *
+ * With --small-grus, COUNT small GRUs (hidden 8) side by side sharing one W
+ * and R: a graph of many recurrent nodes and no weight to speak of. With
+ * --chain, a graph of NODES nodes: x through NODES/2 Relu nodes into a GRU
+ * whose initial_h comes from a zero constant through NODES/2 Identity nodes
+ * (both chains are walked by the analysis).
  *
  * The protobuf wire format is written by hand and the weights are streamed to
  * disk in 1 MiB chunks: memory use does not depend on the model's size. Every
@@ -418,23 +426,114 @@ static void build_grus(buf *graph, init_spec **inits_out, int64_t count, int64_t
     *inits_out = inits;
 }
 
+/* A small float initializer stored in the graph itself (field 5). */
+static void small_initializer(buf *g, const char *name, const int64_t *dims, size_t nd,
+                              int zeros)
+{
+    size_t count = 1;
+    for (size_t i = 0; i < nd; i++)
+        count *= (size_t)dims[i];
+    float *values = calloc(count, sizeof *values);
+    if (!values)
+        die("out of memory");
+    if (!zeros)
+        fill_floats(values, count);
+    buf t = { 0 };
+    tensor(&t, name, FLOAT, dims, nd, values, count * sizeof *values);
+    put_msg(g, 5, &t);
+    free(values);
+}
+
+static void small_gru(buf *g, const char *name, const char *x, const char *h0, const char *y)
+{
+    node_args n = { .op = "GRU", .name = name, .in = { x, "W", "R", "-", "-", h0 }, .out = { y } };
+    if (!h0)
+        n.in[3] = NULL;
+    attr_int(&n, "hidden_size", 8);
+    node(g, &n);
+}
+
+/* COUNT GRUs, hidden 8, side by side on x [T, 2, 4]. */
+static void build_small_grus(buf *graph, int64_t count)
+{
+    buf g = { 0 };
+    const int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
+    small_initializer(&g, "W", wd, 3, 0);
+    small_initializer(&g, "R", rd, 3, 0);
+    for (int64_t i = 0; i < count; i++) {
+        char name[32], y[32];
+        snprintf(name, sizeof name, "gru_%" PRId64, i);
+        snprintf(y, sizeof y, "y_%" PRId64, i);
+        small_gru(&g, name, "x", NULL, y);
+    }
+    put_str(&g, 2, "main_graph");
+    const int64_t x_dims[3] = { -1, 2, 4 }, y_dims[4] = { -1, 1, 2, 8 };
+    const char *const syms[4] = { "T", NULL, NULL, NULL };
+    value_info(&g, 11, "x", x_dims, syms, 3);
+    for (int64_t i = 0; i < count; i++) {
+        char y[32];
+        snprintf(y, sizeof y, "y_%" PRId64, i);
+        value_info(&g, 12, y, y_dims, syms, 4);
+    }
+    *graph = g;
+}
+
+/* x -> NODES/2 Relu -> GRU <- NODES/2 Identity <- zero initial_h. */
+static void build_chain(buf *graph, int64_t nodes)
+{
+    buf g = { 0 };
+    const int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 }, hd[3] = { 1, 2, 8 };
+    small_initializer(&g, "W", wd, 3, 0);
+    small_initializer(&g, "R", rd, 3, 0);
+    small_initializer(&g, "h_zero", hd, 3, 1);
+    char in[32] = "x", out[32];
+    for (int64_t i = 0; i < nodes / 2; i++) {
+        snprintf(out, sizeof out, "x%" PRId64, i);
+        node(&g, &(node_args){ .op = "Relu", .name = out, .in = { in }, .out = { out } });
+        snprintf(in, sizeof in, "%s", out);
+    }
+    char x_end[32], h[32] = "h_zero";
+    snprintf(x_end, sizeof x_end, "%s", in);
+    for (int64_t i = 0; i < nodes / 2; i++) {
+        snprintf(out, sizeof out, "h%" PRId64, i);
+        node(&g, &(node_args){ .op = "Identity", .name = out, .in = { h }, .out = { out } });
+        snprintf(h, sizeof h, "%s", out);
+    }
+    small_gru(&g, "gru", x_end, h, "y");
+    put_str(&g, 2, "main_graph");
+    const int64_t x_dims[3] = { -1, 2, 4 }, y_dims[4] = { -1, 1, 2, 8 };
+    const char *const syms[4] = { "T", NULL, NULL, NULL };
+    value_info(&g, 11, "x", x_dims, syms, 3);
+    value_info(&g, 12, "y", y_dims, syms, 4);
+    *graph = g;
+}
+
 int main(int argc, char **argv)
 {
     int grus = argc == 5 && !strcmp(argv[1], "--grus");
-    if (argc != 4 && !grus) {
+    int small = argc == 4 && (!strcmp(argv[1], "--small-grus") || !strcmp(argv[1], "--chain"));
+    if (argc != 4 && !grus && !small) {
         fprintf(stderr, "usage: make_large_model OUT.onnx LAYERS HIDDEN\n"
-                        "       make_large_model --grus OUT.onnx COUNT HIDDEN\n");
+                        "       make_large_model --grus OUT.onnx COUNT HIDDEN\n"
+                        "       make_large_model --small-grus OUT.onnx COUNT\n"
+                        "       make_large_model --chain OUT.onnx NODES\n");
         return 2;
     }
-    const char *path = argv[1 + grus];
-    long layers = strtol(argv[2 + grus], NULL, 10), hidden = strtol(argv[3 + grus], NULL, 10);
-    if (layers < 1 || layers > (grus ? 1000000 : 1000) || hidden < 1 || hidden > 1 << 20)
-        die("LAYERS must be 1..1000 (COUNT 1..1000000) and HIDDEN 1..1048576");
+    int shift = grus || small;
+    const char *path = argv[1 + shift];
+    long layers = strtol(argv[2 + shift], NULL, 10);
+    long hidden = small ? 8 : strtol(argv[3 + shift], NULL, 10);
+    if (layers < 1 || layers > (shift ? 100000000 : 1000) || hidden < 1 || hidden > 1 << 20)
+        die("LAYERS must be 1..1000 (COUNT, NODES 1..10^8) and HIDDEN 1..1048576");
     const int64_t L = layers, H = hidden;
-    const int64_t n_inits = grus ? 2 * L : 3 * L;
+    int64_t n_inits = small ? 0 : grus ? 2 * L : 3 * L;
     buf g;
-    init_spec *inits;
-    if (grus)
+    init_spec *inits = NULL;
+    if (small && !strcmp(argv[1], "--chain"))
+        build_chain(&g, L);
+    else if (small)
+        build_small_grus(&g, L);
+    else if (grus)
         build_grus(&g, &inits, L, H);
     else
         build_lstm(&g, &inits, L, H);

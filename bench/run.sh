@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Benchmark: rnnstate-rewrite on large models against `cat in > out` and the
-# Python onnx load-modify-save route. See bench/README.md.
+# Benchmark: rnnstate-rewrite on large models and large graphs against
+# `cat in > out` and the Python onnx load-modify-save route, all in one run;
+# prints the figures, their ratios, the scaling exponents, and one line per
+# target. See bench/README.md.
 #
-#   bash bench/run.sh [--sizes 128M,512M,1G] [--hidden 2048] [--dir DIR] [--keep]
+#   bash bench/run.sh [--sizes 128M,512M,1G] [--hidden 2048] [--banks 6000,15000]
+#                     [--grus 12500,50000] [--chain 250000,1000000] [--batch 1000]
+#                     [--dir DIR] [--keep]
 #
 # Needs cc, cmake, protoc-c/libprotobuf-c (as for the project) and GNU time at
 # /usr/bin/time (Debian: apt-get install -y time). The Python column needs
@@ -12,16 +16,28 @@ set -euo pipefail
 
 sizes=128M,512M,1G
 hidden=2048
+banks=6000,15000        # GRUs with their own 64 KiB W and R: large-tensor count
+small_grus=12500,50000  # small GRUs side by side: recurrent-node count
+chain=250000,1000000    # nodes in a chain: graph size
+batch=1000              # small models in one directory, for -j
 base=${TMPDIR:-/tmp}
 keep=0
 reps=3
-usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,14s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --sizes) sizes=$2; shift 2 ;;
     --sizes=*) sizes=${1#*=}; shift ;;
     --hidden) hidden=$2; shift 2 ;;
     --hidden=*) hidden=${1#*=}; shift ;;
+    --banks) banks=$2; shift 2 ;;
+    --banks=*) banks=${1#*=}; shift ;;
+    --grus) small_grus=$2; shift 2 ;;
+    --grus=*) small_grus=${1#*=}; shift ;;
+    --chain) chain=$2; shift 2 ;;
+    --chain=*) chain=${1#*=}; shift ;;
+    --batch) batch=$2; shift 2 ;;
+    --batch=*) batch=${1#*=}; shift ;;
     --dir) base=$2; shift 2 ;;
     --dir=*) base=${1#*=}; shift ;;
     --keep) keep=1; shift ;;
@@ -86,6 +102,11 @@ if [ "$keep" = 1 ]; then
 else
   need=$((4 * max_layers * per_layer))
 fi
+# the largest bank of GRUs (131,424 bytes of weights each) with its 3 outputs
+max_bank=0
+IFS=, read -r -a bank_list <<< "$banks"
+for b in "${bank_list[@]}"; do [ "$b" -gt "$max_bank" ] && max_bank=$b; done
+[ $((4 * max_bank * 131424)) -gt "$need" ] && need=$((4 * max_bank * 131424))
 need=$((need + need / 20 + 64 * 1024 * 1024))
 avail=$(df -P -B1 "$work" | awk 'NR==2 {print $4}')
 echo "scratch: $work ($(df -P -h "$work" | awk 'NR==2 {print $1}'), $((avail >> 20)) MiB free, needs about $((need >> 20)) MiB)"
@@ -106,8 +127,8 @@ tool=$work/build/rnnstate-rewrite
 python_ok=0
 if "$PY" -c 'import onnx' 2>/dev/null; then
   python_ok=1
-  # The Python route: load everything, expose each LSTM's state as a graph
-  # input and output (the same kind of change the tool makes), save.
+  # The Python route: load everything, expose each recurrent node's state as
+  # a graph input and output (the same kind of change the tool makes), save.
   cat >"$work/python_route.py" <<'EOF'
 import sys
 import onnx
@@ -118,19 +139,20 @@ m = onnx.load(src)
 g = m.graph
 k = 0
 for n in g.node:
-    if n.op_type != "LSTM":
+    if n.op_type not in ("LSTM", "GRU", "RNN"):
         continue
     h = next(a.i for a in n.attribute if a.name == "hidden_size")
-    while len(n.input) < 7:
+    slots = (("h", (5, 1)), ("c", (6, 2))) if n.op_type == "LSTM" else (("h", (5, 1)),)
+    while len(n.input) < 5 + len(slots):
         n.input.append("")
-    while len(n.output) < 3:
+    while len(n.output) < 1 + len(slots):
         n.output.append("")
-    for slot, (i, o) in (("h", (5, 1)), ("c", (6, 2))):
-        name = f"LSTM_{k}_initial_{slot}"
+    for slot, (i, o) in slots:
+        name = f"{n.op_type}_{k}_initial_{slot}"
         g.input.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, "batch", h]))
         n.input[i] = name
         if not n.output[o]:
-            n.output[o] = f"LSTM_{k}_Y_{slot}_out"
+            n.output[o] = f"{n.op_type}_{k}_Y_{slot}_out"
         g.output.append(helper.make_tensor_value_info(n.output[o], TensorProto.FLOAT, [1, "batch", h]))
     k += 1
 onnx.save(m, dst)
@@ -141,70 +163,83 @@ fi
 
 # ---- measuring ----------------------------------------------------------------
 # The routes are measured in rounds: each round runs every route once, in the
-# same order, so that a slow spell of the shared disk hits them all alike
-# rather than whichever route happened to run then. Before each run its
+# same order, so that a slow spell of the shared disk or CPU hits them all
+# alike rather than whichever route happened to run then. Before each run its
 # output is deleted and the disk synced (untimed).
-# run_once KEY [--stdout] OUT CMD...: one timed run; appends to T_KEY / K_KEY.
+# run_once KEY [--stdout] OUT CMD...: one timed run; records wall time, peak
+# RSS and CPU time (user + system) under KEY.
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-declare -A times kbs
+declare -A times kbs cpus
 run_once() {
   local key=$1; shift
   local to=
   if [ "$1" = --stdout ]; then to=$2; shift; fi
   local out=$1; shift
-  rm -f "$out"; sync
+  rm -rf "$out"; sync
   if [ -n "$to" ]; then
-    /usr/bin/time -f '%e %M' -o "$work/time.txt" "$@" >"$to"
+    /usr/bin/time -f '%e %M %U %S' -o "$work/time.txt" "$@" >"$to"
   else
-    /usr/bin/time -f '%e %M' -o "$work/time.txt" "$@"
+    /usr/bin/time -f '%e %M %U %S' -o "$work/time.txt" "$@"
   fi
-  read -r t k < <(tail -n 1 "$work/time.txt")
+  read -r t k u sy < <(tail -n 1 "$work/time.txt")
   times[$key]+="$t "
   kbs[$key]+="$k "
+  cpus[$key]+="$(awk -v u="$u" -v s="$sy" 'BEGIN {printf "%.2f", u + s}') "
 }
 med_time() { printf '%s\n' ${times[$1]} | median; }
 med_kb() { printf '%s\n' ${kbs[$1]} | median; }
+med_cpu() { printf '%s\n' ${cpus[$1]} | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+# exponent T1 N1 T2 N2: the slope of log(time) against log(size)
+exponent() { awk -v a="$1" -v n="$2" -v b="$3" -v m="$4" \
+  'BEGIN {if (a > 0 && b > 0 && n > 0 && m > n) printf "%.2f", log(b / a) / log(m / n); else print "n/a"}'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN {exit !(a != "n/a" && a + 0 <= b + 0)}'; }
 
-rows=() fail=0
-t_res="n/a (no size >= 1 GB)" r_res="" p_res="SKIP (no onnx in $PY)"
-t_ok=1 t_any=0 r_ok=1 p_ok=1 p_min=""
-smallest=${layers[0]}
-for l in "${layers[@]}"; do [ "$l" -lt "$smallest" ] && smallest=$l; done
-checked_small=0
+# Until the tool writes without fsync by default (issue 11, item 1), the
+# durable run is the default one and --no-sync is the like-for-like one.
+if "$tool" --help | grep -q -- '--sync '; then
+  fast_args=() durable_args=(--sync)
+else
+  fast_args=(--no-sync) durable_args=()
+  echo "note: this build has no --sync: 'default' below is measured with --no-sync (no fsync, like cat), 'durable' with the build's default (fsync)"
+fi
+
+results=() fail=0
+# target NAME VERDICT DETAIL: one line of the summary
+target() {
+  results+=("$(printf '%-4s %s: %s' "$2" "$1" "$3")")
+  [ "$2" = FAIL ] && fail=1
+  return 0
+}
+verdict() { if "$@"; then echo PASS; else echo FAIL; fi; }
 start=$SECONDS
 
+# ---- 1. large LSTMs: time against size -----------------------------------------
+rows=()
+lstm_bytes=() lstm_fast=()
+big_fast="" big_cat="" big_durable="" big_catsync="" big_kb="" big_py=""
 for idx in "${!layers[@]}"; do
   l=${layers[$idx]}
   in=$work/lstm_L${l}_H${hidden}.onnx
-  echo "size ${labels[$idx]}: generating $l layer(s), hidden $hidden ..."
+  echo "LSTM ${labels[$idx]}: generating $l layer(s), hidden $hidden ..."
   info=$("$work/make_large_model" "$in" "$l" "$hidden")
   bytes=$(sed -n 's/.*bytes=\([0-9]*\) weight.*/\1/p' <<<"$info")
-  structure=$(sed -n 's/.*structure_bytes=\([0-9]*\).*/\1/p' <<<"$info")
   cat "$in" >/dev/null # warm the page cache
-
-  times=() kbs=()
+  times=() kbs=() cpus=()
   for ((r = 0; r < reps; r++)); do
     run_once cat --stdout "$work/out.cat" cat "$in"
-    # Like for like with cat and the Python route, which do not fsync either.
-    run_once nosync "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q --no-sync
-    # The same copy made durable, against the tool's default (fsync before rename).
+    run_once fast "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q "${fast_args[@]}"
     run_once catsync "$work/out.cat" sh -c 'cat "$1" >"$2" && sync "$2"' sh "$in" "$work/out.cat"
-    run_once rewrite "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q
+    run_once durable "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q "${durable_args[@]}"
     if [ "$python_ok" = 1 ]; then
       run_once python "$work/out.python.onnx" "$PY" "$work/python_route.py" "$in" "$work/out.python.onnx"
     fi
   done
   rm -f "$work/out.cat" "$work/out.python.onnx"
-  cat_s=$(med_time cat) catsync_s=$(med_time catsync)
-  rwn_s=$(med_time nosync) rw_s=$(med_time rewrite)
-  rw_kb=$(med_kb rewrite)
-  [ "$(med_kb nosync)" -gt "$rw_kb" ] && rw_kb=$(med_kb nosync)
-  # Validity: the tool's own re-load check on a fresh rewrite.
   if ! "$tool" "$in" -o "$work/out.rewrite.onnx" -q --check; then
     echo "run.sh: rnnstate-rewrite --check failed on $in" >&2; fail=1
   fi
-  if [ "$python_ok" = 1 ] && [ "$l" = "$smallest" ] && [ "$checked_small" = 0 ]; then
-    checked_small=1
+  if [ "$python_ok" = 1 ] && [ "$idx" = 0 ]; then
     if "$PY" - "$work/out.rewrite.onnx" <<'EOF'
 import sys, onnx
 m = onnx.load(sys.argv[1])
@@ -217,51 +252,169 @@ EOF
     then :; else echo "run.sh: onnx.checker rejected the rewritten model" >&2; fail=1; fi
   fi
   rm -f "$work/out.rewrite.onnx"
-
-  py_s=- py_mb=- speed=-
-  if [ "$python_ok" = 1 ]; then
-    py_s=$(med_time python) py_mb=$(($(med_kb python) / 1024))
-    speed=$(awk -v p="$py_s" -v r="$rwn_s" 'BEGIN {printf "%.1f", (r > 0 ? p / r : 0)}')
-    # judged on large models (512 MiB and up, like the issue's 537 MB
-    # reference): below, process start-up weighs on both sides
-    if [ "$bytes" -ge $((512 << 20)) ]; then
-      if awk -v p="$py_s" -v r="$rwn_s" 'BEGIN {exit !(p < 8 * r)}'; then p_ok=0; fi
-      if [ -z "$p_min" ] || awk -v a="$speed" -v b="$p_min" 'BEGIN {exit !(a < b)}'; then p_min=$speed; fi
-    fi
-  fi
-
-  ratio=$(awk -v r="$rwn_s" -v c="$cat_s" 'BEGIN {printf "%.2f", (c > 0 ? r / c : 0)}')
-  ratio_sync=$(awk -v r="$rw_s" -v c="$catsync_s" 'BEGIN {printf "%.2f", (c > 0 ? r / c : 0)}')
+  kb=$(med_kb fast); [ "$(med_kb durable)" -gt "$kb" ] && kb=$(med_kb durable)
+  py_s=-; [ "$python_ok" = 1 ] && py_s=$(med_time python)
+  rows+=("$(printf '%-6s %6s %7s %8s %6s %8s %8s %6s %7s %9s %7s' "${labels[$idx]}" "$((bytes >> 20))" \
+    "$(med_time cat)" "$(med_time fast)" "$(ratio "$(med_time fast)" "$(med_time cat)")" \
+    "$(med_time catsync)" "$(med_time durable)" "$(ratio "$(med_time durable)" "$(med_time catsync)")" \
+    "$(awk -v k="$kb" 'BEGIN {printf "%.1f", k / 1024}')" "$py_s" \
+    "$([ "$py_s" = - ] && echo - || ratio "$py_s" "$(med_time fast)")")")
+  lstm_bytes+=("$bytes") lstm_fast+=("$(med_time fast)")
   if [ "$bytes" -ge 1000000000 ]; then
-    t_any=1
-    awk -v r="$rwn_s" -v c="$cat_s" 'BEGIN {exit !(r > 1.5 * c)}' && t_ok=0
-    awk -v r="$rw_s" -v c="$catsync_s" 'BEGIN {exit !(r > 1.5 * c)}' && t_ok=0
+    big_fast=$(med_time fast) big_cat=$(med_time cat) big_durable=$(med_time durable)
+    big_catsync=$(med_time catsync) big_kb=$kb big_py=$py_s
   fi
-  limit_kb=$(((64 * 1024 * 1024 + structure) / 1024))
-  [ "$rw_kb" -lt "$limit_kb" ] || r_ok=0
-  r_res+="${r_res:+, }${labels[$idx]}: $(awk -v k="$rw_kb" -v l="$limit_kb" 'BEGIN {printf "%.1f MB vs %.1f MB", k / 1024, l / 1024}')"
-  rows+=("$(printf '%-5s %6s %6s %8s %7s %6s %9s %6s %7s %6s %9s %10s %6s' "${labels[$idx]}" "$((bytes >> 20))" \
-    "$cat_s" "$rwn_s" "$ratio" "$catsync_s" "$rw_s" "$ratio_sync" \
-    "$(awk -v k="$rw_kb" 'BEGIN {printf "%.1f", k / 1024}')" "$py_s" "$py_mb" "$speed")")
   [ "$keep" = 1 ] || rm -f "$in"
 done
 
+# ---- 2. graphs: time against large-tensor count, recurrent nodes, nodes ---------
+# measure_graph KEY FILE: cat, the rewrite (like-for-like, no fsync) and
+# Python, in rounds; sets g_cat, g_rw, g_rw_cpu, g_kb, g_py, g_py_cpu
+measure_graph() {
+  local key=$1 in=$2
+  cat "$in" >/dev/null
+  times=() kbs=() cpus=()
+  for ((r = 0; r < reps; r++)); do
+    run_once cat --stdout "$work/out.cat" cat "$in"
+    run_once rw "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q "${fast_args[@]}"
+    if [ "$python_ok" = 1 ]; then
+      run_once py "$work/out.python.onnx" "$PY" "$work/python_route.py" "$in" "$work/out.python.onnx"
+    fi
+  done
+  if ! "$tool" "$in" -o "$work/out.rewrite.onnx" -q --check; then
+    echo "run.sh: rnnstate-rewrite --check failed on $in ($key)" >&2; fail=1
+  fi
+  rm -f "$work/out.cat" "$work/out.python.onnx" "$work/out.rewrite.onnx"
+  g_cat=$(med_time cat) g_rw=$(med_time rw) g_rw_cpu=$(med_cpu rw) g_kb=$(med_kb rw)
+  g_py=- g_py_cpu=-
+  if [ "$python_ok" = 1 ]; then g_py=$(med_time py) g_py_cpu=$(med_cpu py); fi
+}
+graph_rows=()
+# graph_row LABEL N BYTES: one line of the graph table from measure_graph
+graph_row() {
+  graph_rows+=("$(printf '%-22s %9s %6s %6s %7s %6s %7s %8s %7s %7s' "$1" "$2" "$(($3 >> 20))" "$g_cat" \
+    "$g_rw" "$(ratio "$g_rw" "$g_cat")" "$g_rw_cpu" "$(awk -v k="$g_kb" 'BEGIN {printf "%.1f", k / 1024}')" \
+    "$g_py" "$([ "$g_py" = - ] && echo - || ratio "$g_rw" "$g_py")")")
+}
+file_size() { stat -c %s "$1"; }
+
+declare -A bank_rw bank_cat grus_rw grus_py chain_rw chain_py
+IFS=, read -r -a bank_list <<< "$banks"
+for n in "${bank_list[@]}"; do
+  in=$work/bank_$n.onnx
+  echo "bank of $n GRUs with 64 KiB weights: generating ..."
+  "$work/make_large_model" --grus "$in" "$n" 74 >/dev/null
+  measure_graph "bank$n" "$in"
+  graph_row "GRUs, 64 KiB weights" "$n" "$(file_size "$in")"
+  bank_rw[$n]=$g_rw bank_cat[$n]=$g_cat
+  rm -f "$in"
+done
+IFS=, read -r -a grus_list <<< "$small_grus"
+for n in "${grus_list[@]}"; do
+  in=$work/grus_$n.onnx
+  echo "$n small GRUs: generating ..."
+  "$work/make_large_model" --small-grus "$in" "$n" >/dev/null
+  measure_graph "grus$n" "$in"
+  graph_row "small GRUs" "$n" "$(file_size "$in")"
+  grus_rw[$n]=$g_rw grus_py[$n]=$g_py
+  rm -f "$in"
+done
+IFS=, read -r -a chain_list <<< "$chain"
+for n in "${chain_list[@]}"; do
+  in=$work/chain_$n.onnx
+  echo "chain of $n nodes: generating ..."
+  "$work/make_large_model" --chain "$in" "$n" >/dev/null
+  measure_graph "chain$n" "$in"
+  graph_row "chain (nodes)" "$n" "$(file_size "$in")"
+  chain_rw[$n]=$g_rw chain_py[$n]=$g_py
+  rm -f "$in"
+done
+
+# ---- 3. many small models: -j 2 against -j 1 ------------------------------------
+batch_serial=- batch_parallel=-
+if [ "$batch" -gt 0 ]; then
+  echo "$batch small models in one directory ..."
+  mkdir -p "$work/batch"
+  samples=("$repo"/models/*.onnx)
+  for ((i = 0; i < batch; i++)); do
+    cp "${samples[$((i % ${#samples[@]}))]}" "$work/batch/$(printf 'm%05d' "$i").onnx"
+  done
+  times=() kbs=() cpus=()
+  for ((r = 0; r < reps; r++)); do
+    run_once serial "$work/batch.out" "$tool" -j 1 -q "${fast_args[@]}" "$work/batch" -d "$work/batch.out"
+    run_once parallel "$work/batch.out" "$tool" -j 2 -q "${fast_args[@]}" "$work/batch" -d "$work/batch.out"
+  done
+  batch_serial=$(med_time serial) batch_parallel=$(med_time parallel)
+  rm -rf "$work/batch" "$work/batch.out"
+fi
+
+# ---- report ---------------------------------------------------------------------
+cpu_name=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 echo
-echo "rnnstate-rewrite benchmark: LSTM hidden $hidden, median of $reps interleaved rounds, page cache warm; $(nproc) CPUs, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
-echo "rw: rnnstate-rewrite; nosync: --no-sync, like cat and the Python route; the durable run"
-echo "(the default, fsync before rename) is compared with cat followed by sync of the copy."
-printf '%-5s %6s %6s %8s %7s %6s %9s %6s %7s %6s %9s %10s %6s\n' size MiB "cat s" "nosync s" "ratio" "cat+sync s" "rw s" "ratio" "rw MB" "python s" "python MB" "py/nosync"
+echo "rnnstate-rewrite benchmark: median of $reps interleaved rounds, page cache warm; $(nproc) CPUs, $cpu_name; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "Large LSTMs (hidden $hidden). default: ${fast_args[*]:-the default}; durable: ${durable_args[*]:-the default (fsync)}"
+printf '%-6s %6s %7s %8s %6s %8s %8s %6s %7s %9s %7s\n' size MiB "cat s" "rw s" "x cat" "cat+sync" "durable" "x c+s" "rw MB" "python s" "py/rw"
 printf '%s\n' "${rows[@]}"
 echo
-if [ "$t_any" = 1 ]; then
-  if [ "$t_ok" = 1 ]; then t_res=PASS; else t_res=FAIL; fail=1; fi
+echo "Graphs (rw without fsync, like cat and Python; cpu: user + system seconds of the rewrite)"
+printf '%-22s %9s %6s %6s %7s %6s %7s %8s %7s %7s\n' workload N MiB "cat s" "rw s" "x cat" "rw cpu" "rw MB" "py s" "rw/py"
+printf '%s\n' "${graph_rows[@]}"
+if [ "$batch" -gt 0 ]; then
+  echo
+  echo "$batch small models in one directory: -j 1 ${batch_serial} s, -j 2 ${batch_parallel} s ($(ratio "$batch_parallel" "$batch_serial")x)"
 fi
-if [ "$r_ok" = 1 ]; then r_res="PASS ($r_res)"; else r_res="FAIL ($r_res)"; fail=1; fi
+echo
+
+# ---- targets (issue 11) ----------------------------------------------------------
+if [ -n "$big_fast" ]; then
+  target "1 GB LSTM, default <= 1.5x cat" "$(verdict le "$(ratio "$big_fast" "$big_cat")" 1.5)" \
+    "$(ratio "$big_fast" "$big_cat")x (depends on branch files: fsync off by default, congruent copies)"
+  target "1 GB LSTM, durable <= 1.2x cat && sync" "$(verdict le "$(ratio "$big_durable" "$big_catsync")" 1.2)" \
+    "$(ratio "$big_durable" "$big_catsync")x (depends on branch files)"
+  target "1 GB LSTM, peak RSS <= 16 MB" "$(verdict le "$big_kb" 16384)" "$(awk -v k="$big_kb" 'BEGIN {printf "%.1f MB", k / 1024}')"
+  if [ "$big_py" != - ]; then
+    target "1 GB LSTM, >= 10x the Python route" "$(verdict le 10 "$(ratio "$big_py" "$big_fast")")" \
+      "$(ratio "$big_py" "$big_fast")x (depends on branch files)"
+  fi
+fi
+for n in "${bank_list[@]}"; do
+  target "$n GRUs with 64 KiB weights <= 3x cat" "$(verdict le "$(ratio "${bank_rw[$n]}" "${bank_cat[$n]}")" 3)" \
+    "$(ratio "${bank_rw[$n]}" "${bank_cat[$n]}")x (the copy itself depends on branch files)"
+done
 if [ "$python_ok" = 1 ]; then
-  if [ "$p_ok" = 1 ]; then p_res="PASS (min ${p_min}x)"; else p_res="FAIL (min ${p_min}x)"; fail=1; fi
+  n=${grus_list[$((${#grus_list[@]} - 1))]}
+  target "$n small GRUs <= 0.5x Python" "$(verdict le "$(ratio "${grus_rw[$n]}" "${grus_py[$n]}")" 0.5)" \
+    "$(ratio "${grus_rw[$n]}" "${grus_py[$n]}")x"
+  n=${chain_list[$((${#chain_list[@]} - 1))]}
+  target "$n-node chain <= 0.5x Python" "$(verdict le "$(ratio "${chain_rw[$n]}" "${chain_py[$n]}")" 0.5)" \
+    "$(ratio "${chain_rw[$n]}" "${chain_py[$n]}")x"
 fi
-echo "target: rewrite <= 1.5x cat at >= 1 GB (--no-sync vs cat, and fsync vs cat+sync): $t_res"
-echo "target: peak RSS < 64 MB + graph structure: $r_res"
-echo "target: python >= 8x slower at >= 512 MiB (than --no-sync; neither syncs): $p_res"
+if [ "$batch" -gt 0 ]; then
+  target "$batch small models, -j 2 <= 0.6x -j 1" "$(verdict le "$(ratio "$batch_parallel" "$batch_serial")" 0.6)" \
+    "$(ratio "$batch_parallel" "$batch_serial")x"
+fi
+# exponents: between the smallest and the largest of each series
+exp_line() { # NAME T1 N1 T2 N2
+  local e; e=$(exponent "$2" "$3" "$4" "$5")
+  target "exponent, time against $1 <= 1.1" "$(verdict le "$e" 1.1)" "$e ($3 -> $5)"
+}
+if [ "${#lstm_bytes[@]}" -ge 2 ]; then
+  exp_line "model size (LSTM, depends on branch files)" "${lstm_fast[0]}" "${lstm_bytes[0]}" \
+    "${lstm_fast[$((${#lstm_fast[@]} - 1))]}" "${lstm_bytes[$((${#lstm_bytes[@]} - 1))]}"
+fi
+if [ "${#bank_list[@]}" -ge 2 ]; then
+  a=${bank_list[0]} b=${bank_list[$((${#bank_list[@]} - 1))]}
+  exp_line "large-tensor count" "${bank_rw[$a]}" "$a" "${bank_rw[$b]}" "$b"
+fi
+if [ "${#grus_list[@]}" -ge 2 ]; then
+  a=${grus_list[0]} b=${grus_list[$((${#grus_list[@]} - 1))]}
+  exp_line "recurrent-node count" "${grus_rw[$a]}" "$a" "${grus_rw[$b]}" "$b"
+fi
+if [ "${#chain_list[@]}" -ge 2 ]; then
+  a=${chain_list[0]} b=${chain_list[$((${#chain_list[@]} - 1))]}
+  exp_line "node count" "${chain_rw[$a]}" "$a" "${chain_rw[$b]}" "$b"
+fi
+printf '%s\n' "${results[@]}"
 echo "(took $((SECONDS - start)) s after the build)"
 exit "$fail"
