@@ -189,7 +189,7 @@ run_once() {
 med_time() { printf '%s\n' ${times[$1]} | median; }
 med_kb() { printf '%s\n' ${kbs[$1]} | median; }
 med_cpu() { printf '%s\n' ${cpus[$1]} | median; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}'; }
 # exponent T1 N1 T2 N2: the slope of log(time) against log(size)
 exponent() { awk -v a="$1" -v n="$2" -v b="$3" -v m="$4" \
   'BEGIN {if (a > 0 && b > 0 && n > 0 && m > n) printf "%.2f", log(b / a) / log(m / n); else print "n/a"}'; }
@@ -292,7 +292,8 @@ measure_graph() {
 graph_rows=()
 # graph_row LABEL N BYTES: one line of the graph table from measure_graph
 graph_row() {
-  graph_rows+=("$(printf '%-22s %9s %6s %6s %7s %6s %7s %8s %7s %7s' "$1" "$2" "$(($3 >> 20))" "$g_cat" \
+  graph_rows+=("$(printf '%-22s %9s %6s %6s %7s %6s %7s %8s %7s %7s' "$1" "$2" \
+    "$(awk -v b="$3" 'BEGIN {printf "%.1f", b / 1048576}')" "$g_cat" \
     "$g_rw" "$(ratio "$g_rw" "$g_cat")" "$g_rw_cpu" "$(awk -v k="$g_kb" 'BEGIN {printf "%.1f", k / 1024}')" \
     "$g_py" "$([ "$g_py" = - ] && echo - || ratio "$g_rw" "$g_py")")")
 }

@@ -4,6 +4,7 @@
  * detached and walks upstream, in whichever graph defines each value, so
  * nodes that were dead in the original model are left as the exporter wrote
  * them. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,18 +114,48 @@ static void drop_stale_value_info(cleanup *c)
     free(dead);
 }
 
-/* The scope that defines a detached value (it may be an enclosing one). */
-static scope *defining_scope(scope *sc, const char *name)
+/* The detached values grouped by the scope that defines them (it may be
+ * one enclosing the scope they were read in): the values of scope i are
+ * seeds[first[i] .. first[i + 1]). Grouping them once keeps the pass linear
+ * however many scopes and values there are. */
+typedef struct seed_groups {
+    size_t *first; /* n_scopes + 1 offsets */
+    size_t *seeds;
+} seed_groups;
+
+static bool group_seeds(const rewrite_ctx *ctx, seed_groups *g)
 {
-    const scope *owner;
-    return scope_lookup(sc, name, &owner) ? (scope *)owner : NULL;
+    size_t n = ctx->scopes.n, *owner = malloc((ctx->n_detached + 1) * sizeof *owner);
+    g->first = calloc(n + 2, sizeof *g->first);
+    g->seeds = malloc((ctx->n_detached + 1) * sizeof *g->seeds);
+    if (!owner || !g->first || !g->seeds) {
+        free(owner);
+        return false;
+    }
+    for (size_t i = 0; i < ctx->n_detached; i++) {
+        const scope *o;
+        owner[i] = SIZE_MAX;
+        if (scope_lookup(ctx->detached[i].sc, ctx->detached[i].name, &o))
+            ptrmap_get(&ctx->scopes.by_graph, o->graph, &owner[i]);
+        if (owner[i] < n)
+            g->first[owner[i] + 2]++;
+    }
+    for (size_t i = 2; i <= n + 1; i++)
+        g->first[i] += g->first[i - 1];
+    for (size_t i = 0; i < ctx->n_detached; i++)
+        if (owner[i] < n)
+            g->seeds[g->first[owner[i] + 1]++] = i;
+    free(owner);
+    return true;
 }
 
-/* Removes what the detached values defined in `sc` alone kept alive. */
-static rnnstate_status clean_scope(rewrite_ctx *ctx, scope *sc, size_t *nodes, size_t *inits)
+/* Removes what the detached values defined in `sc` alone kept alive; `seeds`
+ * lists those values (indices into ctx->detached). */
+static rnnstate_status clean_scope(rewrite_ctx *ctx, scope *sc, const size_t *seeds,
+                                   size_t n_seeds, size_t *nodes, size_t *inits)
 {
     graph_index *gi = &sc->index;
-    size_t reads = ctx->n_detached;
+    size_t reads = n_seeds;
     for (size_t v = 0; v < gi->n_values; v++)
         reads += gi->values[v].n_consumers;
     cleanup c = { .ctx = ctx, .sc = sc };
@@ -136,10 +167,8 @@ static rnnstate_status clean_scope(rewrite_ctx *ctx, scope *sc, size_t *nodes, s
     bool ok = c.readers && c.dead_node && c.dead_init && c.stack;
     for (size_t v = 0; ok && v < gi->n_values; v++)
         c.readers[v] = gi->values[v].n_consumers;
-    for (size_t i = 0; ok && i < ctx->n_detached; i++) {
-        if (defining_scope(ctx->detached[i].sc, ctx->detached[i].name) != sc)
-            continue;
-        int v = entry_of(gi, ctx->detached[i].name);
+    for (size_t i = 0; ok && i < n_seeds; i++) {
+        int v = entry_of(gi, ctx->detached[seeds[i]].name);
         if (v >= 0)
             c.stack[c.n_stack++] = v;
     }
@@ -189,7 +218,8 @@ rnnstate_status pass_cleanup(rewrite_ctx *ctx)
         return RNNSTATE_OK;
     size_t nodes = 0, inits = 0;
     bool *stale = calloc(ctx->scopes.n + 1, sizeof *stale);
-    rnnstate_status st = stale ? RNNSTATE_OK : ctx_oom(ctx);
+    seed_groups groups = { NULL, NULL };
+    rnnstate_status st = stale && group_seeds(ctx, &groups) ? RNNSTATE_OK : ctx_oom(ctx);
     /* inner graphs first: removing a reader there can free a value outside */
     for (size_t i = ctx->scopes.n; st == RNNSTATE_OK && i-- > 0;) {
         size_t before = nodes + inits;
@@ -197,7 +227,8 @@ rnnstate_status pass_cleanup(rewrite_ctx *ctx)
         if (!reindex_if_stale(sc, stale, i))
             st = ctx_oom(ctx);
         if (st == RNNSTATE_OK)
-            st = clean_scope(ctx, sc, &nodes, &inits);
+            st = clean_scope(ctx, sc, groups.seeds + groups.first[i],
+                             groups.first[i + 1] - groups.first[i], &nodes, &inits);
         /* what the enclosing graphs read from this one may have changed */
         if (st == RNNSTATE_OK && nodes + inits > before) {
             if (!graph_index_build(&sc->index, sc->graph))
@@ -209,6 +240,8 @@ rnnstate_status pass_cleanup(rewrite_ctx *ctx)
         if (!reindex_if_stale(ctx->scopes.scopes[i], stale, i))
             st = ctx_oom(ctx);
     free(stale);
+    free(groups.first);
+    free(groups.seeds);
     if (st == RNNSTATE_OK && (nodes || inits))
         report_note(&ctx->report,
                     "removed %zu node%s and %zu initializer%s that only computed the replaced "

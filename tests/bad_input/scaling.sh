@@ -22,6 +22,8 @@
 #              FNV-1a: quadratic probing in any unkeyed table of that kind
 #   if-grus    N If nodes, a GRU in each then_branch: each state is threaded
 #              out of its If (sibling-branch lookups)
+#   if-h0      the same with a zero Constant as each GRU's initial_h: N values
+#              to detach and clean up, each in its own scope
 #   value-info N GRUs whose unused Y_h is declared in value_info: each is
 #              renamed and its value_info entry removed
 # Then a graph of 400,000 nodes must simply finish (within ctest's timeout).
@@ -35,7 +37,7 @@ export ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"
 # sizes can be lowered for a quick run: SCALE_CHAIN, SCALE_GRUS, SCALE_SAME
 chain_n=${SCALE_CHAIN:-5000} grus_n=${SCALE_GRUS:-1000} same_n=${SCALE_SAME:-200}
 concat_n=${SCALE_CONCAT:-12} colliding_n=${SCALE_COLLIDING:-2000} if_n=${SCALE_IF:-2000}
-value_info_n=${SCALE_VALUE_INFO:-2000}
+value_info_n=${SCALE_VALUE_INFO:-2000} if_h0_n=${SCALE_IF_H0:-500}
 RUN_TIMEOUT=600
 
 # instructions FILE ARGS...: prints the instruction count of one run
@@ -122,6 +124,7 @@ else
   linear "value names colliding under unkeyed FNV-1a" colliding-names "$colliding_n"
   # a lookup per If that scans every scope adds a quadratic term of x4.7 here
   LIMIT=450 linear "GRU nodes inside If branches, side by side" if-grus "$if_n"
+  linear "GRU nodes in If branches with zero initial states to clean up" if-grus-zero-h0 "$if_h0_n"
   linear "GRU nodes whose unused Y_h is declared in value_info" value-info-grus "$value_info_n"
 fi
 
