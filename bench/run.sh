@@ -299,37 +299,28 @@ graph_row() {
 }
 file_size() { stat -c %s "$1"; }
 
-declare -A bank_rw bank_cat grus_rw grus_py chain_rw chain_py
-IFS=, read -r -a bank_list <<< "$banks"
-for n in "${bank_list[@]}"; do
-  in=$work/bank_$n.onnx
-  echo "bank of $n GRUs with 64 KiB weights: generating ..."
-  "$work/make_large_model" --grus "$in" "$n" 74 >/dev/null
-  measure_graph "bank$n" "$in"
-  graph_row "GRUs, 64 KiB weights" "$n" "$(file_size "$in")"
-  bank_rw[$n]=$g_rw bank_cat[$n]=$g_cat
-  rm -f "$in"
-done
-IFS=, read -r -a grus_list <<< "$small_grus"
-for n in "${grus_list[@]}"; do
-  in=$work/grus_$n.onnx
-  echo "$n small GRUs: generating ..."
-  "$work/make_large_model" --small-grus "$in" "$n" >/dev/null
-  measure_graph "grus$n" "$in"
-  graph_row "small GRUs" "$n" "$(file_size "$in")"
-  grus_rw[$n]=$g_rw grus_py[$n]=$g_py
-  rm -f "$in"
-done
-IFS=, read -r -a chain_list <<< "$chain"
-for n in "${chain_list[@]}"; do
-  in=$work/chain_$n.onnx
-  echo "chain of $n nodes: generating ..."
-  "$work/make_large_model" --chain "$in" "$n" >/dev/null
-  measure_graph "chain$n" "$in"
-  graph_row "chain (nodes)" "$n" "$(file_size "$in")"
-  chain_rw[$n]=$g_rw chain_py[$n]=$g_py
-  rm -f "$in"
-done
+# series NAME LABEL LIST MODE [ARG]: for each N in the comma-separated LIST,
+# a model from `make_large_model MODE FILE N [ARG]`, measured; the results
+# go to rw_of, cat_of and py_of under "NAME:N", and N to NAME_list.
+declare -A rw_of cat_of py_of
+series() {
+  local name=$1 label=$2 list=$3 mode=$4 n in; shift 4
+  local -n ns=${name}_list
+  IFS=, read -r -a ns <<< "$list"
+  for n in "${ns[@]}"; do
+    in=$work/${name}_$n.onnx
+    echo "$label, N=$n: generating ..."
+    "$work/make_large_model" "$mode" "$in" "$n" "$@" >/dev/null
+    measure_graph "$name$n" "$in"
+    graph_row "$label" "$n" "$(file_size "$in")"
+    rw_of[$name:$n]=$g_rw cat_of[$name:$n]=$g_cat py_of[$name:$n]=$g_py
+    rm -f "$in"
+  done
+}
+bank_list=() grus_list=() chain_list=()
+series bank "GRUs, 64 KiB weights" "$banks" --grus 74
+series grus "small GRUs" "$small_grus" --small-grus
+series chain "chain (nodes)" "$chain" --chain
 
 # ---- 3. many small models: -j 2 against -j 1 ------------------------------------
 batch_serial=- batch_parallel=-
@@ -380,16 +371,17 @@ if [ -n "$big_fast" ]; then
   fi
 fi
 for n in "${bank_list[@]}"; do
-  target "$n GRUs with 64 KiB weights <= 3x cat" "$(verdict le "$(ratio "${bank_rw[$n]}" "${bank_cat[$n]}")" 3)" \
-    "$(ratio "${bank_rw[$n]}" "${bank_cat[$n]}")x (the copy itself depends on branch files)"
+  r=$(ratio "${rw_of[bank:$n]}" "${cat_of[bank:$n]}")
+  target "$n GRUs with 64 KiB weights <= 3x cat" "$(verdict le "$r" 3)" "${r}x (the copy itself depends on branch files)"
 done
 if [ "$python_ok" = 1 ]; then
-  n=${grus_list[$((${#grus_list[@]} - 1))]}
-  target "$n small GRUs <= 0.5x Python" "$(verdict le "$(ratio "${grus_rw[$n]}" "${grus_py[$n]}")" 0.5)" \
-    "$(ratio "${grus_rw[$n]}" "${grus_py[$n]}")x"
-  n=${chain_list[$((${#chain_list[@]} - 1))]}
-  target "$n-node chain <= 0.5x Python" "$(verdict le "$(ratio "${chain_rw[$n]}" "${chain_py[$n]}")" 0.5)" \
-    "$(ratio "${chain_rw[$n]}" "${chain_py[$n]}")x"
+  for name in grus chain; do
+    local_list="${name}_list[@]"
+    for n in "${!local_list}"; do :; done # the largest: the last
+    r=$(ratio "${rw_of[$name:$n]}" "${py_of[$name:$n]}")
+    target "$([ $name = grus ] && echo "$n small GRUs" || echo "$n-node chain") <= 0.5x Python" \
+      "$(verdict le "$r" 0.5)" "${r}x"
+  done
 fi
 if [ "$batch" -gt 0 ]; then
   target "$batch small models, -j 2 <= 0.6x -j 1" "$(verdict le "$(ratio "$batch_parallel" "$batch_serial")" 0.6)" \
@@ -404,18 +396,14 @@ if [ "${#lstm_bytes[@]}" -ge 2 ]; then
   exp_line "model size (LSTM, depends on branch files)" "${lstm_fast[0]}" "${lstm_bytes[0]}" \
     "${lstm_fast[$((${#lstm_fast[@]} - 1))]}" "${lstm_bytes[$((${#lstm_bytes[@]} - 1))]}"
 fi
-if [ "${#bank_list[@]}" -ge 2 ]; then
-  a=${bank_list[0]} b=${bank_list[$((${#bank_list[@]} - 1))]}
-  exp_line "large-tensor count" "${bank_rw[$a]}" "$a" "${bank_rw[$b]}" "$b"
-fi
-if [ "${#grus_list[@]}" -ge 2 ]; then
-  a=${grus_list[0]} b=${grus_list[$((${#grus_list[@]} - 1))]}
-  exp_line "recurrent-node count" "${grus_rw[$a]}" "$a" "${grus_rw[$b]}" "$b"
-fi
-if [ "${#chain_list[@]}" -ge 2 ]; then
-  a=${chain_list[0]} b=${chain_list[$((${#chain_list[@]} - 1))]}
-  exp_line "node count" "${chain_rw[$a]}" "$a" "${chain_rw[$b]}" "$b"
-fi
+for spec in "bank:large-tensor count" "grus:recurrent-node count" "chain:node count"; do
+  name=${spec%%:*}
+  local_list="${name}_list[@]"
+  ns=("${!local_list}")
+  [ "${#ns[@]}" -ge 2 ] || continue
+  a=${ns[0]} b=${ns[$((${#ns[@]} - 1))]}
+  exp_line "${spec#*:}" "${rw_of[$name:$a]}" "$a" "${rw_of[$name:$b]}" "$b"
+done
 printf '%s\n' "${results[@]}"
 echo "(took $((SECONDS - start)) s after the build)"
 exit "$fail"
