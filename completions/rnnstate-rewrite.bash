@@ -25,6 +25,10 @@ _rnnstate_rewrite()
             COMPREPLY=($(compgen -W '500M 1G 2G' -- "$cur"))
             return
             ;;
+        -j | --jobs)
+            COMPREPLY=($(compgen -W "1 2 $(nproc 2>/dev/null)" -- "$cur"))
+            return
+            ;;
         --include | --exclude | --name-template)
             # a glob or a template: nothing to offer
             return
@@ -39,7 +43,7 @@ _rnnstate_rewrite()
         COMPREPLY=($(compgen -W '-o --output -d --output-dir -r --recursive -n --dry-run
             --check --sync --no-sync --state-inputs= --include --exclude --to-layout0
             --name-template --max-model-size --json -q --quiet -v --verbose
-            --fail-on-skip -h --help -V --version' -- "$cur"))
+            --fail-on-skip -j --jobs -h --help -V --version' -- "$cur"))
         [[ ${COMPREPLY-} == *= ]] && compopt -o nospace
         return
     fi
