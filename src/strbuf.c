@@ -26,7 +26,8 @@ void sb_release(strbuf *sb)
 void sb_reset(strbuf *sb)
 {
     sb->len = 0;
-    sb->buf[0] = '\0';
+    if (sb->alloc) /* strbuf_empty is shared by every thread: never written */
+        sb->buf[0] = '\0';
 }
 
 char *sb_detach(strbuf *sb)
