@@ -1198,24 +1198,59 @@ static void c_chain(const char *path, long n)
     write_model(path, m);
 }
 
+/* A model with input X [T, batch, 4] and the W [1,24,4] and R [1,24,8] of a
+ * GRU of hidden size 8, for the big-graph cases to add nodes to. */
+static Onnx__ModelProto *gru_base_model(const char *batch)
+{
+    Onnx__ModelProto *m = new_model(17);
+    char xdims[32];
+    snprintf(xdims, sizeof xdims, "T,%s,4", batch);
+    mb_graph_input(m->graph, "X", F32, xdims);
+    int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
+    add_init_f32(m->graph, "W", 3, wd, 0.01f, 0.001f);
+    add_init_f32(m->graph, "R", 3, rd, 0.01f, 0.001f);
+    return m;
+}
+
+/* A GRU of hidden size 8 in g. */
+static Onnx__NodeProto *gru8(Onnx__GraphProto *g, const char *name, const char *inputs,
+                             const char *outputs)
+{
+    Onnx__NodeProto *node = mb_graph_node(g, "GRU", name, inputs, outputs);
+    mb_attr_int(node, "hidden_size", 8);
+    return node;
+}
+
+/* Ends the main graph with GRU "gru" reading `inputs`, its Y the graph's
+ * output, and writes the model. */
+static void write_ending_in_gru(const char *path, Onnx__ModelProto *m, const char *inputs)
+{
+    gru8(m->graph, "gru", inputs, "Y");
+    mb_graph_output(m->graph, "Y", F32, NULL);
+    write_model(path, m);
+}
+
+enum { GRUS_SAME_NAME = 1, GRUS_UNUSED_YH_IN_VALUE_INFO = 2 };
+
 /* N GRU nodes side by side, all reading X, sharing W and R: N state pairs to
- * add and name. With n_same_name, every node is called "g" (for the
- * {name} name template). */
-static void many_grus(const char *path, long n, int same_name)
+ * add and name. With GRUS_SAME_NAME, every node is called "g" (for the
+ * {name} name template); with GRUS_UNUSED_YH_IN_VALUE_INFO, each names a
+ * Y_h that nothing reads and value_info declares. */
+static void many_grus(const char *path, long n, int flags)
 {
     long count = n ? n : 20000;
-    Onnx__ModelProto *m = new_model(17);
+    Onnx__ModelProto *m = gru_base_model("2");
     Onnx__GraphProto *g = m->graph;
-    mb_graph_input(g, "X", F32, "T,2,4");
-    int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 };
-    add_init_f32(g, "W", 3, wd, 0.01f, 0.001f);
-    add_init_f32(g, "R", 3, rd, 0.01f, 0.001f);
     for (long i = 0; i < count; i++) {
-        char name[32], y[32];
-        snprintf(name, sizeof name, same_name ? "g" : "gru%ld", i);
+        char name[32], outs[64], y[32], yh[32];
+        snprintf(name, sizeof name, flags & GRUS_SAME_NAME ? "g" : "gru%ld", i);
         snprintf(y, sizeof y, "y%ld", i);
-        mb_attr_int(mb_graph_node(g, "GRU", name, "X,W,R", y), "hidden_size", 8);
+        snprintf(yh, sizeof yh, "yh%ld", i);
+        snprintf(outs, sizeof outs, flags & GRUS_UNUSED_YH_IN_VALUE_INFO ? "%s,%s" : "%s", y, yh);
+        gru8(g, name, "X,W,R", outs);
         mb_graph_output(g, y, F32, NULL);
+        if (flags & GRUS_UNUSED_YH_IN_VALUE_INFO)
+            PUSH(g->value_info, g->n_value_info, mb_value_info_new(yh, F32, "1,2,8"));
     }
     write_model(path, m);
 }
@@ -1227,7 +1262,176 @@ static void c_many_grus(const char *path, long n)
 
 static void c_many_grus_same_name(const char *path, long n)
 {
-    many_grus(path, n, 1);
+    many_grus(path, n, GRUS_SAME_NAME);
+}
+
+/* N GRUs side by side whose Y_h nothing reads but value_info declares: each
+ * is renamed, and its value_info entry removed. */
+static void c_value_info_grus(const char *path, long n)
+{
+    many_grus(path, n, GRUS_UNUSED_YH_IN_VALUE_INFO);
+}
+
+/* initial_h from a chain of N Concat(c, c) nodes over a zero constant: a walk
+ * that revisits both inputs at every level takes 2^N steps. */
+static void c_concat_chain(const char *path, long n)
+{
+    long count = n ? n : 30;
+    Onnx__ModelProto *m = gru_base_model("1");
+    int64_t zero_dims[3] = { 1, 1, 8 };
+    add_init_f32(m->graph, "c0", 3, zero_dims, 0.0f, 0.0f);
+    char in[64], out[32], name[32];
+    for (long i = 0; i < count; i++) {
+        snprintf(in, sizeof in, "c%ld,c%ld", i, i);
+        snprintf(out, sizeof out, "c%ld", i + 1);
+        snprintf(name, sizeof name, "concat%ld", i);
+        mb_attr_int(mb_graph_node(m->graph, "Concat", name, in, out), "axis", 2);
+    }
+    char inputs[96];
+    snprintf(inputs, sizeof inputs, "X,W,R,,,c%ld", count);
+    write_ending_in_gru(path, m, inputs);
+}
+
+/* ---- names that collide under an unkeyed hash --------------------------------- */
+
+/* FNV-1a, 64 bits, unseeded: what the name tables used to hash with. Its low
+ * k bits depend only on the low k bits of the state and the input, so names
+ * colliding in the low 20 bits (any table of up to 2^19 names probes them
+ * all in one run) can be built one by one: a prefix that makes each name
+ * unique, then four bytes found by meeting in the middle (two bytes forward
+ * from the prefix's state, two backward from the target). */
+#define FNV_PRIME 1099511628211ULL
+#define LOW20 0xfffffu
+static const char name_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+
+static uint32_t fnv_step(uint32_t h, unsigned char c)
+{
+    return (uint32_t)(((uint64_t)(h ^ c) * FNV_PRIME) & LOW20);
+}
+
+/* The inverse of FNV_PRIME modulo 2^64 (Newton's iteration). */
+static uint64_t fnv_prime_inverse(void)
+{
+    uint64_t x = FNV_PRIME;
+    for (int i = 0; i < 6; i++)
+        x *= 2 - FNV_PRIME * x;
+    return x;
+}
+
+typedef struct collider {
+    int32_t *pair_before; /* per 20-bit state: two bytes (c3 * 64 + c4) leading to the target, or -1 */
+} collider;
+
+static void collider_init(collider *c, uint32_t target)
+{
+    uint64_t inv = fnv_prime_inverse();
+    c->pair_before = xmalloc((LOW20 + 1) * sizeof *c->pair_before);
+    memset(c->pair_before, 0xff, (LOW20 + 1) * sizeof *c->pair_before);
+    for (int c4 = 0; c4 < 64; c4++) {
+        uint32_t before4 = (uint32_t)((target * inv) & LOW20) ^ (unsigned char)name_alphabet[c4];
+        for (int c3 = 0; c3 < 64; c3++) {
+            uint32_t before3 =
+                (uint32_t)((before4 * inv) & LOW20) ^ (unsigned char)name_alphabet[c3];
+            c->pair_before[before3] = c3 * 64 + c4;
+        }
+    }
+}
+
+/* Appends four bytes to `name` (room for 5 more) so that its low 20 bits of
+ * FNV-1a are the target; false when this prefix has no such suffix. */
+static int collide_name(const collider *c, char *name)
+{
+    uint32_t h = (uint32_t)(1469598103934665603ULL & LOW20);
+    for (const char *p = name; *p; p++)
+        h = fnv_step(h, (unsigned char)*p);
+    size_t len = strlen(name);
+    for (int c1 = 0; c1 < 64; c1++) {
+        uint32_t h1 = fnv_step(h, (unsigned char)name_alphabet[c1]);
+        for (int c2 = 0; c2 < 64; c2++) {
+            int32_t pair = c->pair_before[fnv_step(h1, (unsigned char)name_alphabet[c2])];
+            if (pair < 0)
+                continue;
+            name[len] = name_alphabet[c1];
+            name[len + 1] = name_alphabet[c2];
+            name[len + 2] = name_alphabet[pair / 64];
+            name[len + 3] = name_alphabet[pair % 64];
+            name[len + 4] = '\0';
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* X -> N Identity nodes whose values and names all collide in the low 20
+ * bits of FNV-1a -> a GRU. */
+static void c_colliding_names(const char *path, long n)
+{
+    long count = n ? n : 32768;
+    collider col;
+    collider_init(&col, 0x5a5a5);
+    Onnx__ModelProto *m = gru_base_model("1");
+    char in[32] = "X", out[32];
+    for (long i = 0, tries = 0; i < count; tries++) {
+        snprintf(out, sizeof out, "v%ld_", tries);
+        if (!collide_name(&col, out))
+            continue;
+        mb_graph_node(m->graph, "Identity", out, in, out);
+        snprintf(in, sizeof in, "%s", out);
+        i++;
+    }
+    free(col.pair_before);
+    char inputs[64];
+    snprintf(inputs, sizeof inputs, "%s,W,R", in);
+    write_ending_in_gru(path, m, inputs);
+}
+
+/* ---- many subgraphs ----------------------------------------------------------- */
+
+/* N If nodes side by side; each then_branch runs a GRU on the outer X whose
+ * Y is the branch's output, the else_branch passes X through. Exposing each
+ * Y_h threads it out of its If, which looks up the sibling branch's scope.
+ * With zero_h0, each GRU's initial_h is a zero Constant in its branch: N
+ * values to detach and clean up, each in its own scope. */
+static void if_grus(const char *path, long n, int zero_h0)
+{
+    long count = n ? n : 20000;
+    Onnx__ModelProto *m = gru_base_model("2");
+    Onnx__GraphProto *g = m->graph;
+    mb_graph_input(g, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    for (long i = 0; i < count; i++) {
+        char y[32], gru_name[32], if_name[32], out[32], else_out[32], h0[32], zero[32];
+        char gru_in[64] = "X,W,R";
+        snprintf(y, sizeof y, "y%ld", i);
+        snprintf(gru_name, sizeof gru_name, "gru%ld", i);
+        snprintf(if_name, sizeof if_name, "if%ld", i);
+        snprintf(out, sizeof out, "out%ld", i);
+        snprintf(else_out, sizeof else_out, "x%ld", i);
+        Onnx__NodeProto *node = mb_graph_node(g, "If", if_name, "cond", out);
+        Onnx__GraphProto *then_g = mb_attr_graph(node, "then_branch", "then");
+        if (zero_h0) {
+            snprintf(h0, sizeof h0, "h0_%ld", i);
+            snprintf(zero, sizeof zero, "zero%ld", i);
+            mb_attr_tensor(mb_graph_node(then_g, "Constant", zero, NULL, h0), "value",
+                           mb_tensor_filled("", F32, MB_DIMS(1, 2, 8), 0));
+            snprintf(gru_in, sizeof gru_in, "X,W,R,,,%s", h0);
+        }
+        gru8(then_g, gru_name, gru_in, y);
+        mb_graph_output(then_g, y, F32, NULL);
+        mb_identity_branch(node, "else_branch", "else", NULL, "X", else_out);
+        mb_graph_output(g, out, F32, NULL);
+    }
+    write_model(path, m);
+}
+
+static void c_if_grus(const char *path, long n)
+{
+    if_grus(path, n, 0);
+}
+
+static void c_if_grus_zero_h0(const char *path, long n)
+{
+    if_grus(path, n, 1);
 }
 
 /* ---- random bytes ------------------------------------------------------------ */
@@ -1396,6 +1600,11 @@ static const case_def cases[] = {
     { "chain", c_chain, 1, NULL },
     { "many-grus", c_many_grus, 1, NULL },
     { "many-grus-same-name", c_many_grus_same_name, 1, NULL },
+    { "concat-chain", c_concat_chain, 1, NULL },
+    { "colliding-names", c_colliding_names, 1, NULL },
+    { "if-grus", c_if_grus, 1, NULL },
+    { "if-grus-zero-h0", c_if_grus_zero_h0, 1, NULL },
+    { "value-info-grus", c_value_info_grus, 1, NULL },
 };
 
 static void write_case(const case_def *c, const char *path, long n)

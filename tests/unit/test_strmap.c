@@ -95,6 +95,51 @@ static void test_similar_and_binary_keys(void **state)
     strmap_free(&m);
 }
 
+/* A key longer than a key block, and the caller's copy changed after. */
+static void test_long_key_is_copied_whole(void **state)
+{
+    (void)state;
+    strmap m = STRMAP_INIT;
+    size_t long_len = 200000;
+    char *long_key = malloc(long_len + 1);
+    assert_non_null(long_key);
+    memset(long_key, 'k', long_len);
+    long_key[long_len] = '\0';
+    assert_true(strmap_put(&m, long_key, 7));
+    long_key[long_len - 1] = 'j';
+    assert_int_equal(strmap_get(&m, long_key), -1);
+    long_key[long_len - 1] = 'k';
+    assert_int_equal(strmap_get(&m, long_key), 7);
+    free(long_key);
+    strmap_free(&m);
+}
+
+/* strmap_intern: the stored value when there is one, else the new one. */
+static void test_intern_gets_or_inserts(void **state)
+{
+    (void)state;
+    strmap m = STRMAP_INIT;
+    assert_int_equal(strmap_intern(&m, "h", 4), 4);
+    assert_int_equal(strmap_intern(&m, "h", 9), 4);
+    assert_int_equal(strmap_get(&m, "h"), 4);
+    assert_int_equal(m.count, 1);
+    strmap_free(&m);
+}
+
+/* The hash (SipHash-1-3 under the process's key) is a function of the bytes
+ * and their number, and depends on every byte. */
+static void test_hash_is_stable_and_uses_every_byte(void **state)
+{
+    (void)state;
+    assert_true(strmap_hash("abc", 3) == strmap_hash("abc", 3));
+    assert_true(strmap_hash("abc", 3) != strmap_hash("abd", 3));
+    assert_true(strmap_hash("abc", 2) != strmap_hash("abc", 3));
+    assert_true(strmap_hash("", 0) != strmap_hash("\0", 1));
+    const char *long_a = "0123456789abcdef0123456789abcdefX";
+    const char *long_b = "0123456789abcdef0123456789abcdefY";
+    assert_true(strmap_hash(long_a, 33) != strmap_hash(long_b, 33));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -103,6 +148,9 @@ int main(void)
         cmocka_unit_test(test_keys_are_copied),
         cmocka_unit_test(test_grows_and_keeps_every_key),
         cmocka_unit_test(test_similar_and_binary_keys),
+        cmocka_unit_test(test_long_key_is_copied_whole),
+        cmocka_unit_test(test_intern_gets_or_inserts),
+        cmocka_unit_test(test_hash_is_stable_and_uses_every_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
