@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +73,9 @@ static const char usage_text[] =
     "  -q, --quiet              print errors only\n"
     "  -v, --verbose            explain the decision taken for every state slot\n"
     "      --fail-on-skip       exit with status 3 when a recurrent node was skipped\n"
+    "  -j, --jobs N             process N models at a time (default: the number of\n"
+    "                           CPUs); reports, outputs and their order are those of\n"
+    "                           a run with -j 1\n"
     "      --max-model-size N   refuse models larger than N bytes (K, M, G suffixes;\n"
     "                           default and maximum 2G, protobuf's own limit)\n"
     "  -h, --help               show this help and exit\n"
@@ -103,6 +108,7 @@ typedef struct cli {
     const char *output;
     const char *output_dir;
     bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip, sync;
+    long jobs; /* models processed at a time; 0: one per CPU */
     string_list include, exclude;
     rnnstate_options options;
     rnnstate_limits limits;
@@ -191,6 +197,7 @@ static int parse_args(int argc, char **argv, cli *c)
     enum { OPT_STATE_INPUTS = 256, OPT_JSON, OPT_CHECK, OPT_INCLUDE, OPT_EXCLUDE,
            OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE, OPT_TO_LAYOUT0,
            OPT_SYNC, OPT_NO_SYNC };
+    char *end;
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "output-dir", required_argument, NULL, 'd' },
@@ -209,6 +216,7 @@ static int parse_args(int argc, char **argv, cli *c)
         { "to-layout0", no_argument, NULL, OPT_TO_LAYOUT0 },
         { "sync", no_argument, NULL, OPT_SYNC },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+        { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
@@ -217,7 +225,7 @@ static int parse_args(int argc, char **argv, cli *c)
     rnnstate_limits_init(&c->limits);
     opterr = 0;
     int opt;
-    while ((opt = getopt_long(argc, argv, ":o:d:rnqvhV", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":o:d:j:rnqvhV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'o': c->output = optarg; break;
         case 'd': c->output_dir = optarg; break;
@@ -234,6 +242,12 @@ static int parse_args(int argc, char **argv, cli *c)
         case OPT_TO_LAYOUT0: c->options.to_layout0 = true; break;
         case OPT_SYNC: c->sync = true; break;
         case OPT_NO_SYNC: c->sync = false; break; /* the old default's name: accepted */
+        case 'j':
+            errno = 0;
+            c->jobs = strtol(optarg, &end, 10);
+            if (end == optarg || *end || errno || c->jobs < 1 || c->jobs > 1024)
+                return usage_error("-j takes a number of models from 1 to 1024, not '%s'", optarg);
+            break;
         case OPT_MAX_MODEL_SIZE:
             if (!parse_size(optarg, &c->limits.max_model_bytes))
                 return usage_error("--max-model-size takes a size such as 500M or 2G, not '%s'",
@@ -433,7 +447,9 @@ static bool make_parent_dirs(const char *path)
  * to clean up); during a save it is held in stop_signal, the save stops and
  * removes its temporary file (rnnstate_save_options.cancel), and then it
  * takes effect. */
-static volatile sig_atomic_t saving, stop_signal;
+static volatile sig_atomic_t stop_signal;
+/* saves in progress (several with -j): a lock-free atomic, safe in a handler */
+static atomic_int saving;
 static const int termination_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 static void on_termination(int sig)
@@ -458,10 +474,16 @@ static void handle_termination_signals(void)
     }
 }
 
+static void begin_save(void)
+{
+    atomic_fetch_add(&saving, 1);
+}
+
+/* The last save to end lets a held signal take effect; the others, told to
+ * stop by the same signal, have removed their temporary files by then. */
 static void end_save(void)
 {
-    saving = 0;
-    if (stop_signal) {
+    if (atomic_fetch_sub(&saving, 1) == 1 && stop_signal) {
         signal(stop_signal, SIG_DFL);
         raise(stop_signal);
     }
@@ -491,6 +513,7 @@ typedef struct run_state {
     input_file *inputs; /* every input of the run that is a file */
     size_t n_inputs;
     char *cleaned_dir;  /* the last directory cleared of stale temporary files */
+    pthread_mutex_t lock; /* guards cleaned_dir when models are processed in parallel */
 } run_state;
 
 static int compare_files(const void *a, const void *b)
@@ -553,6 +576,7 @@ static void clean_output_directory(const char *output, run_state *rs)
         strcpy(dir, ".");
     else
         slash[slash == dir] = '\0'; /* "/x" -> "/" */
+    pthread_mutex_lock(&rs->lock);
     if (!rs->cleaned_dir || strcmp(rs->cleaned_dir, dir) != 0) {
         rnnstate_remove_stale_temp_files(dir);
         free(rs->cleaned_dir);
@@ -560,6 +584,7 @@ static void clean_output_directory(const char *output, run_state *rs)
     } else {
         free(dir);
     }
+    pthread_mutex_unlock(&rs->lock);
 }
 
 /* ---- writing and checking ------------------------------------------------------ */
@@ -651,7 +676,7 @@ static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *mo
         options.verify = verify_written;
         options.verify_arg = &k;
     }
-    saving = 1;
+    begin_save();
     st = rnnstate_model_save_file(model, j->output, &options, err);
     end_save();
     return st;
@@ -679,10 +704,23 @@ static void count_result(const rnnstate_report *report, run_totals *t)
         t->skipped_nodes += report->nodes[i].status == RNNSTATE_NODE_SKIPPED;
 }
 
+/* Where one job's messages go: the report text, and errors (stderr, or a
+ * buffer when models are processed in parallel). */
+typedef struct job_streams {
+    FILE *text, *errors;
+} job_streams;
+
+/* The model of a run's only job is not freed: the process is about to exit,
+ * and freeing a large graph costs as much as a quarter of the run. Kept
+ * reachable here so leak checkers do not report it (volatile: a store the
+ * program never reads back would otherwise be optimized away). */
+static rnnstate_model *volatile model_left_for_exit;
+
 /* Processes one job; *report is NULL when it failed (err then says why). */
-static void process(const cli *c, const job *j, run_state *rs, FILE *text,
+static void process(const cli *c, const job *j, run_state *rs, job_streams out, bool last,
                     rnnstate_report **report, rnnstate_error *err)
 {
+    FILE *text = out.text;
     rnnstate_model *model = NULL;
     const char *label = strcmp(j->input, "-") ? j->input : "<stdin>";
     rnnstate_status st = load(c, j, &model, err);
@@ -707,11 +745,127 @@ static void process(const cli *c, const job *j, run_state *rs, FILE *text,
         free(output);
     }
     if (st != RNNSTATE_OK) {
-        fprintf(stderr, "rnnstate-rewrite: %s\n", err->message);
+        fprintf(out.errors, "rnnstate-rewrite: %s\n", err->message);
         rnnstate_report_free(*report);
         *report = NULL;
     }
-    rnnstate_model_free(model);
+    if (last)
+        model_left_for_exit = model;
+    else
+        rnnstate_model_free(model);
+}
+
+/* ---- many models at a time ----------------------------------------------- */
+
+/* What one job printed, held until the jobs before it have been printed. */
+typedef struct job_output {
+    char *text, *errors;
+    size_t text_len, errors_len;
+    bool done;
+} job_output;
+
+typedef struct pool {
+    const cli *c;
+    job *jobs;
+    size_t n_jobs;
+    run_state *rs;
+    FILE *text;
+    rnnstate_report **reports;
+    rnnstate_error *errors;
+    job_output *outputs;
+    size_t next; /* the next job to start */
+    pthread_mutex_t lock;
+    pthread_cond_t finished; /* a job is done */
+} pool;
+
+static void run_buffered(pool *p, size_t i)
+{
+    job_output *o = &p->outputs[i];
+    FILE *text = open_memstream(&o->text, &o->text_len);
+    FILE *errors = open_memstream(&o->errors, &o->errors_len);
+    if (!text || !errors)
+        die_oom();
+    process(p->c, &p->jobs[i], p->rs, (job_streams){ text, errors }, false, &p->reports[i],
+            &p->errors[i]);
+    if (fclose(text) != 0 || fclose(errors) != 0)
+        die_oom();
+}
+
+static void *worker(void *arg)
+{
+    pool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (p->next < p->n_jobs) {
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->lock);
+        run_buffered(p, i);
+        pthread_mutex_lock(&p->lock);
+        p->outputs[i].done = true;
+        pthread_cond_broadcast(&p->finished);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Prints job i's messages as a serial run would have, then frees them. */
+static void print_job_output(pool *p, size_t i)
+{
+    job_output *o = &p->outputs[i];
+    fwrite(o->text, 1, o->text_len, p->text);
+    fwrite(o->errors, 1, o->errors_len, stderr);
+    fflush(p->text);
+    free(o->text);
+    free(o->errors);
+    o->text = o->errors = NULL;
+}
+
+/* Runs the jobs on `threads` threads; each job's messages are printed in
+ * input order as soon as the jobs before it are done. */
+static void run_parallel(pool *p, size_t threads)
+{
+    pthread_t *ids = calloc(threads, sizeof *ids);
+    p->outputs = calloc(p->n_jobs, sizeof *p->outputs);
+    if (!ids || !p->outputs || pthread_mutex_init(&p->lock, NULL) != 0 ||
+        pthread_cond_init(&p->finished, NULL) != 0)
+        die_oom();
+    size_t started = 0;
+    for (; started < threads; started++)
+        if (pthread_create(&ids[started], NULL, worker, p) != 0)
+            break;
+    if (started == 0)
+        worker(p); /* no thread to be had: this one does the work */
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < p->n_jobs; i++) {
+        while (!p->outputs[i].done)
+            pthread_cond_wait(&p->finished, &p->lock);
+        pthread_mutex_unlock(&p->lock);
+        print_job_output(p, i);
+        pthread_mutex_lock(&p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(ids[t], NULL);
+    pthread_cond_destroy(&p->finished);
+    pthread_mutex_destroy(&p->lock);
+    free(p->outputs);
+    free(ids);
+}
+
+/* -j, or one thread per CPU online; never more than jobs. A model written
+ * to standard output is written while the reports of the models before it
+ * are printed: such a run stays serial, so that the two never interleave. */
+static size_t thread_count(const cli *c, const job *jobs, size_t n_jobs)
+{
+    for (size_t i = 0; i < n_jobs; i++)
+        if (jobs[i].output && !strcmp(jobs[i].output, "-"))
+            return 1;
+    long n = c->jobs;
+    if (n < 1) {
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+        if (n < 1)
+            n = 1;
+    }
+    return (size_t)n < n_jobs ? (size_t)n : n_jobs;
 }
 
 /* A report that could not be written (a closed standard output, a full
@@ -740,10 +894,20 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     if (!results || !errors || !reports)
         die_oom();
     run_totals t = { 0 };
-    run_state rs = { 0 };
+    run_state rs = { .inputs = NULL };
+    if (pthread_mutex_init(&rs.lock, NULL) != 0)
+        die_oom();
     note_inputs(jobs, n_jobs, &rs);
+    size_t threads = thread_count(c, jobs, n_jobs);
+    if (threads > 1) {
+        pool p = { .c = c, .jobs = jobs, .n_jobs = n_jobs, .rs = &rs, .text = text,
+                   .reports = reports, .errors = errors };
+        run_parallel(&p, threads);
+    }
     for (size_t i = 0; i < n_jobs; i++) {
-        process(c, &jobs[i], &rs, text, &reports[i], &errors[i]);
+        if (threads <= 1)
+            process(c, &jobs[i], &rs, (job_streams){ text, stderr }, n_jobs == 1, &reports[i],
+                    &errors[i]);
         count_result(reports[i], &t);
         results[i] = (rnnstate_model_result){ jobs[i].input,
                                               reports[i] ? jobs[i].output : NULL, reports[i],
@@ -762,6 +926,7 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
         status = EXIT_MODEL_FAILED;
     free(rs.inputs);
     free(rs.cleaned_dir);
+    pthread_mutex_destroy(&rs.lock);
     for (size_t i = 0; i < n_jobs; i++)
         rnnstate_report_free(reports[i]);
     free(results);
