@@ -9,10 +9,14 @@
 #define RNNSTATE_ARRAY_H
 
 #include <stdint.h>
+#include <malloc.h>
 #include <stdlib.h>
 
 /* Returns `array` reallocated to hold at least count + 1 elements of `size`
- * bytes, or NULL (the array untouched) when out of memory or too large. */
+ * bytes, or NULL (the array untouched) when out of memory or too large.
+ * When the block already has room (malloc_usable_size), realloc() is not
+ * called at all: allocators that move the block on every realloc()
+ * (AddressSanitizer's) would otherwise make appends quadratic. */
 static inline void *array_grow(void *array, size_t count, size_t size)
 {
     size_t capacity = 1;
@@ -23,6 +27,8 @@ static inline void *array_grow(void *array, size_t count, size_t size)
     }
     if (size && capacity > SIZE_MAX / size)
         return NULL;
+    if (array && size && malloc_usable_size(array) / size >= count + 1)
+        return array;
     return realloc(array, capacity * size);
 }
 
