@@ -300,7 +300,10 @@ RNNSTATE_API void rnnstate_options_init(rnnstate_options *options);
 typedef enum rnnstate_node_status {
     RNNSTATE_NODE_UPDATED,         /* state inputs or outputs were added */
     RNNSTATE_NODE_ALREADY_EXPOSED, /* the model already carries this node's state */
-    RNNSTATE_NODE_SKIPPED          /* left unchanged; `reason` says why */
+    RNNSTATE_NODE_SKIPPED,         /* left unchanged; `reason` says why */
+    /* left unchanged on purpose: it starts from a fixed state at every call
+     * in a model that carries its other state itself; `reason` says so */
+    RNNSTATE_NODE_RESET_EACH_CALL
 } rnnstate_node_status;
 
 /* One dimension of a state shape: a fixed size, or a symbolic name. */
@@ -325,7 +328,7 @@ typedef struct rnnstate_node_report {
     const char *op;     /* "RNN", "GRU" or "LSTM" */
     const char *name;   /* the node's name ("" when it has none) */
     rnnstate_node_status status;
-    const char *reason; /* why the node was skipped, or NULL */
+    const char *reason; /* why the node was skipped or left reset, or NULL */
     size_t n_warnings;
     const char *const *warnings;
     size_t n_inputs_added;

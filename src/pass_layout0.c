@@ -7,13 +7,17 @@
  *   Y_h, Y_c [D, B, H]    -> Transpose(1,0,2)   -> [B, D, H]
  * Every consumer keeps reading the batch-first values under their old names;
  * the node's own outputs get new names, so the state pass exposes the state
- * in the layout-0 shape. */
+ * in the layout-0 shape. A constant initial state is transposed here, into a
+ * new Constant: the state pass then sees the exporter's constant, as it does
+ * without the conversion, instead of a Transpose computing the state. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "passes.h"
 #include "recurrent_ops.h"
+#include "state/trace.h"
+#include "tensor_util.h"
 
 static const int64_t swap01[3] = { 1, 0, 2 };
 static const int64_t y_to_batch_first[4] = { 2, 0, 1, 3 };
@@ -34,7 +38,48 @@ static Onnx__NodeProto *transpose(rewrite_ctx *ctx, const char *in, const char *
     return node;
 }
 
-/* Reads input `slot` through a Transpose queued before the node. */
+/* The batch-first state constant [B, D, H] as [D, B, H]; NULL when it is not
+ * a readable 3-D constant (or memory runs out: the Transpose route then
+ * fails the same way). */
+static Onnx__TensorProto *swapped_state(const scope *sc, const char *value)
+{
+    const Onnx__TensorProto *t = scope_tensor_data(sc, constant_tensor(sc, value));
+    size_t width = t ? dtype_size(t->data_type) : 0, size;
+    unsigned char *bytes;
+    if (!width || t->n_dims != 3 || !tensor_read_bytes(t, &bytes, &size))
+        return NULL;
+    int64_t b = t->dims[0], d = t->dims[1];
+    size_t row = (size_t)t->dims[2] * width;
+    unsigned char *swapped = malloc(size ? size : 1);
+    for (int64_t i = 0; swapped && i < b; i++)
+        for (int64_t j = 0; j < d; j++)
+            memcpy(swapped + (size_t)(j * b + i) * row, bytes + (size_t)(i * d + j) * row, row);
+    int64_t dims[3] = { d, b, t->dims[2] };
+    Onnx__TensorProto *out = swapped ? tensor_new("", t->data_type, dims, 3, swapped, size) : NULL;
+    free(bytes);
+    free(swapped);
+    return out;
+}
+
+/* A Constant node named after its output, holding `value` (taken over). */
+static Onnx__NodeProto *constant_node(rewrite_ctx *ctx, const char *out, Onnx__TensorProto *value)
+{
+    char *name = name_registry_unique(&ctx->names, out);
+    Onnx__NodeProto *node = name ? node_new("Constant", name) : NULL;
+    free(name);
+    bool ok = node && append_string(&node->output, &node->n_output, out) &&
+              node_add_tensor_attr(node, "value", value);
+    if (!node)
+        protobuf_c_message_free_unpacked(&value->base, NULL);
+    if (!ok && node) {
+        protobuf_c_message_free_unpacked(&node->base, NULL);
+        node = NULL;
+    }
+    return node;
+}
+
+/* Reads input `slot` through a Transpose queued before the node (a constant
+ * state: through a transposed copy of it). */
 static bool transpose_input(rewrite_ctx *ctx, scope *sc, size_t at, Onnx__NodeProto *node,
                             size_t slot, const int64_t *perm, size_t rank)
 {
@@ -44,8 +89,14 @@ static bool transpose_input(rewrite_ctx *ctx, scope *sc, size_t at, Onnx__NodePr
     char base[512];
     snprintf(base, sizeof base, "%s_layout0", in);
     char *out = name_registry_unique(&ctx->names, base);
-    Onnx__NodeProto *t = out ? transpose(ctx, in, out, perm, rank) : NULL;
-    bool ok = t && scope_queue_node(sc, at, t) && node_set_input(node, slot, out);
+    Onnx__TensorProto *state = out && slot != RECURRENT_INPUT_X ? swapped_state(sc, in) : NULL;
+    Onnx__NodeProto *t = !out ? NULL
+                         : state ? constant_node(ctx, out, state)
+                                 : transpose(ctx, in, out, perm, rank);
+    /* the original constant may now be read by nothing: the cleanup pass
+     * removes it then */
+    bool ok = t && (!state || ctx_detach(ctx, sc, in)) && scope_queue_node(sc, at, t) &&
+              node_set_input(node, slot, out);
     free(out);
     return ok;
 }

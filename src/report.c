@@ -282,6 +282,7 @@ static const char *status_word(rnnstate_node_status s)
     switch (s) {
     case RNNSTATE_NODE_UPDATED: return "updated";
     case RNNSTATE_NODE_ALREADY_EXPOSED: return "already-exposed";
+    case RNNSTATE_NODE_RESET_EACH_CALL: return "reset-each-call";
     default: return "skipped";
     }
 }
@@ -385,7 +386,7 @@ void rnnstate_report_write_text(const rnnstate_report *report, const char *label
                                 FILE *out)
 {
     strbuf sb = STRBUF_INIT;
-    size_t counts[3] = { 0, 0, 0 };
+    size_t counts[4] = { 0, 0, 0, 0 };
     for (size_t i = 0; i < report->n_nodes; i++) {
         counts[report->nodes[i].status]++;
         add_node_text(&sb, &report->nodes[i], label, verbose);
@@ -399,10 +400,12 @@ void rnnstate_report_write_text(const rnnstate_report *report, const char *label
     if (report->n_nodes == 0)
         add_line_text(&sb, label, ": ", "no recurrent (RNN, GRU, LSTM) nodes found");
     sb_add_escaped(&sb, label);
-    sb_addf(&sb, ": %zu recurrent node%s: %zu updated, %zu already exposed, %zu skipped; %s\n",
+    sb_addf(&sb, ": %zu recurrent node%s: %zu updated, %zu already exposed, %zu skipped",
             report->n_nodes, report->n_nodes == 1 ? "" : "s", counts[RNNSTATE_NODE_UPDATED],
-            counts[RNNSTATE_NODE_ALREADY_EXPOSED], counts[RNNSTATE_NODE_SKIPPED],
-            report->changed ? "model rewritten" : "model unchanged");
+            counts[RNNSTATE_NODE_ALREADY_EXPOSED], counts[RNNSTATE_NODE_SKIPPED]);
+    if (counts[RNNSTATE_NODE_RESET_EACH_CALL])
+        sb_addf(&sb, ", %zu reset at every call", counts[RNNSTATE_NODE_RESET_EACH_CALL]);
+    sb_addf(&sb, "; %s\n", report->changed ? "model rewritten" : "model unchanged");
     fputs(sb.oom ? "out of memory while formatting the report\n" : sb.buf, out);
     sb_release(&sb);
 }

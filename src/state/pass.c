@@ -103,7 +103,9 @@ static bool pending_push(pending_slots *l, node_plan *p, int slot)
     return true;
 }
 
-/* The slots that a group could not assemble are exposed one by one. */
+/* The slots that a group could not assemble are exposed one by one; inside
+ * an If branch, where the other branch would have to pass the rows of the
+ * input the node read, the node is skipped instead. */
 static rnnstate_status expose_singly(rewrite_ctx *ctx, pending_slot *group, size_t n)
 {
     rnnstate_status st = RNNSTATE_OK;
@@ -111,6 +113,16 @@ static rnnstate_status expose_singly(rewrite_ctx *ctx, pending_slot *group, size
         node_plan *p = group[i].plan;
         int slot = group[i].slot;
         const char *input = p->slots[slot].source.input;
+        if (p->rs.sc->parent) {
+            p->skipped = true;
+            report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_SKIPPED);
+            report_node_set_reason(&ctx->report, p->report_node,
+                                   "initial_%s is a view of graph input '%s' whose rows cannot be "
+                                   "told, inside an If branch: its final state cannot be threaded "
+                                   "out with a matching pass-through",
+                                   slot_letter[slot], input);
+            continue;
+        }
         st = expose_slot(ctx, p, slot);
         report_node_warn(&ctx->report, p->report_node,
                          "initial_%s is a view of graph input '%s' whose final state reached no "
@@ -121,8 +133,26 @@ static rnnstate_status expose_singly(rewrite_ctx *ctx, pending_slot *group, size
     return st;
 }
 
-/* Groups the pending slots by the input they slice, and assembles each group. */
-static rnnstate_status assemble_groups(rewrite_ctx *ctx, pending_slots *pending)
+/* How many slots of all nodes read graph input `input` (directly, through
+ * views, or as the state a constant resets). */
+static size_t slots_reading(const plan_list *plans, const char *input)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < plans->n; i++)
+        for (int s = 0; s < plans->plans[i].rs.op->n_slots; s++) {
+            const slot_plan *sp = &plans->plans[i].slots[s];
+            bool fed = sp->source.kind == SOURCE_GRAPH_INPUT ||
+                       sp->source.kind == SOURCE_VIEW_OF_INPUT;
+            n += (fed && !strcmp(sp->source.input, input)) ||
+                 (sp->reset_of && !strcmp(sp->reset_of, input));
+        }
+    return n;
+}
+
+/* Groups the pending slots by the input they slice, and assembles each group
+ * (rows no slot reads pass through unchanged). */
+static rnnstate_status assemble_groups(rewrite_ctx *ctx, const plan_list *plans,
+                                       pending_slots *pending)
 {
     rnnstate_status st = RNNSTATE_OK;
     pending_slot *group = malloc((pending->n ? pending->n : 1) * sizeof *group);
@@ -142,7 +172,7 @@ static rnnstate_status assemble_groups(rewrite_ctx *ctx, pending_slots *pending)
             }
         }
         bool handled;
-        st = assemble_sliced_states(ctx, group, n, &handled);
+        st = assemble_sliced_states(ctx, group, n, slots_reading(plans, input) == n, &handled);
         if (st == RNNSTATE_OK && !handled)
             st = expose_singly(ctx, group, n);
     }
@@ -205,7 +235,7 @@ rnnstate_status pass_state(rewrite_ctx *ctx)
         if (!plans.plans[i].skipped)
             st = apply_plan(ctx, &plans.plans[i], &pending);
     if (st == RNNSTATE_OK)
-        st = assemble_groups(ctx, &pending);
+        st = assemble_groups(ctx, &plans, &pending);
     if (st == RNNSTATE_OK && report_builder_failed(&ctx->report))
         st = ctx_oom(ctx);
     if (st == RNNSTATE_OK)

@@ -191,12 +191,15 @@ static const char *analyse(rewrite_ctx *ctx, node_plan *p, char *reason, size_t 
     for (int s = 0; !skip && s < p->rs.op->n_slots; s++) {
         slot_plan *sp = &p->slots[s];
         const char *y = node_output(p->rs.node, p->rs.op->final_state_output[s]);
-        if (!trace_initial_state(p->rs.sc, node_input(p->rs.node, p->rs.op->initial_state_input[s]),
+        if (!trace_initial_state(&ctx->scopes, p->rs.sc,
+                                 node_input(p->rs.node, p->rs.op->initial_state_input[s]),
                                  &sp->source))
             return "";
         skip = check_source(&p->rs, &sp->source, reason, size, s);
         sp->reached = *y ? trace_final_state(p->rs.sc, y, false) : NULL;
         sp->reached_direct = *y ? trace_final_state(p->rs.sc, y, true) : NULL;
+        if (!skip)
+            skip = carried_pair_mismatch(ctx, sp, s, reason, size);
     }
     return skip;
 }
@@ -275,7 +278,10 @@ rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list)
                 return st;
         }
     }
-    return mark_resets(list) ? RNNSTATE_OK : ctx_oom(ctx);
+    if (!plan_mark_handoffs(ctx, list) || !mark_resets(list))
+        return ctx_oom(ctx);
+    plan_mark_reset_nodes(ctx, list);
+    return RNNSTATE_OK;
 }
 
 void plan_list_free(plan_list *list)

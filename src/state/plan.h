@@ -34,6 +34,25 @@ bool source_is_zero(const state_source *s);
 rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list);
 void plan_list_free(plan_list *list);
 
+/* chains.c, run by plan_all_nodes once every slot is traced. In a model
+ * that carries state through its own inputs and outputs, nodes that start
+ * from a fixed state at every call and whose final state goes nowhere are
+ * left alone (status reset-each-call) unless an --include pattern names
+ * them. */
+void plan_mark_reset_nodes(rewrite_ctx *ctx, plan_list *list);
+
+/* chains.c: a node whose initial state is computed from another
+ * recurrent node's outputs (an encoder handing its final state to a
+ * decoder) and that other node are both skipped, with a model-level note.
+ * Returns false only when memory runs out. */
+bool plan_mark_handoffs(rewrite_ctx *ctx, plan_list *list);
+
+/* chains.c: why a slot the model feeds from input I and whose final
+ * state reaches output O is no state pair (their declared shapes differ),
+ * written into buf; NULL when it may be one. */
+const char *carried_pair_mismatch(rewrite_ctx *ctx, const slot_plan *sp, int slot, char *buf,
+                                  size_t size);
+
 /* The name of a new state input or output ("initial" or "Y"): the name
  * template expanded, made unique in the model. */
 char *slot_name(rewrite_ctx *ctx, const recurrent_shape *rs, const char *what, int slot);

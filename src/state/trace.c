@@ -22,6 +22,7 @@
 #include "tensor_util.h"
 
 #define MAX_TRACE_DEPTH 64
+#define MAX_VIEW_STEPS 4096    /* steps of one walk back along views, If branches included */
 
 static bool op_is(const Onnx__NodeProto *node, const char *op)
 {
@@ -53,7 +54,7 @@ static const char *const uniform_keeping_ops[] = { "Expand", "Slice", "Gather", 
 /* Ops that move data without computing on it, for the final-state walk. */
 static const char *const data_movement_ops[] = { "Concat", "Squeeze", "Unsqueeze", "Reshape",
                                                  "Transpose", "Identity", "Cast", "ScatterND",
-                                                 NULL };
+                                                 "Expand", NULL };
 
 /* ---- memo ------------------------------------------------------------- */
 
@@ -256,10 +257,99 @@ static void path_describe(const trace_path *path, char *out, size_t size)
     }
 }
 
-/* Follows view ops from `value` back to an input of the main graph. */
-static const char *view_chain_input(const scope *s, const char *value, trace_path *path)
+/* The row a Gather on axis 0 reads with a constant non-negative scalar (or
+ * one-element) index. */
+static bool gather_row(const scope *s, const Onnx__NodeProto *g, int64_t *row)
 {
+    if (!op_is(g, "Gather") || g->n_input < 2 || node_attr_int(g, "axis", 0) != 0)
+        return false;
+    const Onnx__TensorProto *t = scope_tensor_data(s, constant_tensor(s, node_input(g, 1)));
+    int64_t *v = NULL;
+    size_t n = 0;
+    bool ok = t && tensor_read_int64s(t, &v, &n) && n == 1 && v[0] >= 0;
+    if (ok)
+        *row = v[0];
+    free(v);
+    return ok;
+}
+
+/* True when ScatterND node `sc` writes whole rows of axis 0 only (constant
+ * non-negative indices of shape [n, 1]) and `row` is not one of them: that
+ * row of its output is the row of its data input, untouched. */
+static bool scatter_spares_row(const scope *s, const Onnx__NodeProto *sc, int64_t row)
+{
+    if (!op_is(sc, "ScatterND") || !default_domain(sc) || sc->n_input < 3)
+        return false;
+    const Onnx__TensorProto *t = scope_tensor_data(s, constant_tensor(s, node_input(sc, 1)));
+    int64_t *v = NULL;
+    size_t n = 0;
+    bool ok = t && t->n_dims >= 1 && t->dims[t->n_dims - 1] == 1 && tensor_read_int64s(t, &v, &n);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = v[i] >= 0 && v[i] != row;
+    free(v);
+    return ok;
+}
+
+/* A Gather of one row reads through the ScatterNDs that write other rows
+ * (GTCRN updates its cache row by row and reads the next row from the
+ * updated cache): returns the value whose row it really reads. */
+static const char *skip_sparing_scatters(const scope **s, const Onnx__NodeProto *gather,
+                                         trace_path *path)
+{
+    const char *value = str_or_empty(gather->input[0]);
+    int64_t row;
+    if (!gather_row(*s, gather, &row))
+        return value;
     for (int depth = 0; depth < MAX_TRACE_DEPTH; depth++) {
+        const scope *o;
+        const value_entry *e = scope_lookup(*s, value, &o);
+        const Onnx__NodeProto *p = e && e->producer >= 0 ? o->graph->node[e->producer] : NULL;
+        if (!p || !scatter_spares_row(o, p, row))
+            break;
+        path_push(path, p);
+        value = str_or_empty(p->input[0]);
+        *s = o;
+    }
+    return value;
+}
+
+/* One walk back along view ops; `steps` bounds it across the If branches
+ * it enters (each If doubles the work). */
+typedef struct view_walk {
+    const scope_tree *tree;
+    int steps;
+} view_walk;
+
+static const char *view_chain_input(view_walk *w, const scope *s, const char *value,
+                                    trace_path *path);
+
+/* Output `slot` of an If is a view of a main-graph input when that output of
+ * both branches is a view of that same input (Silero v5 picks its state out
+ * of `state` in either branch of an If). */
+static const char *view_through_if(view_walk *w, const Onnx__NodeProto *if_node, int slot)
+{
+    static const char *const branches[2] = { "then_branch", "else_branch" };
+    const char *input = NULL;
+    for (int b = 0; b < 2; b++) {
+        const Onnx__AttributeProto *a = node_attr(if_node, branches[b]);
+        const scope *bs = a && a->g ? scope_of_graph(w->tree, a->g) : NULL;
+        if (!bs || slot < 0 || (size_t)slot >= a->g->n_output)
+            return NULL;
+        trace_path ignored = { .n = 0 };
+        const char *in =
+            view_chain_input(w, bs, str_or_empty(a->g->output[slot]->name), &ignored);
+        if (!in || (input && strcmp(in, input)))
+            return NULL;
+        input = in;
+    }
+    return input;
+}
+
+/* Follows view ops from `value` back to an input of the main graph. */
+static const char *view_chain_input(view_walk *w, const scope *s, const char *value,
+                                    trace_path *path)
+{
+    while (w->steps-- > 0) {
         const scope *o;
         const value_entry *e = scope_lookup(s, value, &o);
         if (!e)
@@ -269,11 +359,15 @@ static const char *view_chain_input(const scope *s, const char *value, trace_pat
         if (e->producer < 0)
             return NULL;
         const Onnx__NodeProto *p = o->graph->node[e->producer];
+        if (default_domain(p) && op_is(p, "If") && w->tree) {
+            path_push(path, p);
+            return view_through_if(w, p, e->producer_slot);
+        }
         if (!default_domain(p) || !op_in(p, view_ops) || p->n_input == 0)
             return NULL;
         path_push(path, p);
-        value = str_or_empty(p->input[0]);
         s = o;
+        value = skip_sparing_scatters(&s, p, path);
     }
     return NULL;
 }
@@ -512,7 +606,8 @@ static bool classify_constant(const scope *s, const char *value, state_source *o
     return false;
 }
 
-bool trace_initial_state(const scope *s, const char *value, state_source *out)
+bool trace_initial_state(const scope_tree *tree, const scope *s, const char *value,
+                         state_source *out)
 {
     memset(out, 0, sizeof *out);
     if (!value || !*value) {
@@ -533,7 +628,8 @@ bool trace_initial_state(const scope *s, const char *value, state_source *out)
         return true;
     }
     trace_path path = { .n = 0 };
-    const char *input = view_chain_input(s, value, &path);
+    view_walk walk = { tree, MAX_VIEW_STEPS };
+    const char *input = view_chain_input(&walk, s, value, &path);
     if (input) {
         out->kind = SOURCE_VIEW_OF_INPUT;
         out->input = input;

@@ -44,9 +44,11 @@ typedef struct state_source {
     char chain[256];                /* CONSTANT, f: the ops traced, source first */
 } state_source;
 
-/* Classifies the value feeding an initial-state slot of a node in scope `s`.
- * Returns false only when memory runs out. */
-bool trace_initial_state(const scope *s, const char *value, state_source *out);
+/* Classifies the value feeding an initial-state slot of a node in scope `s`
+ * (`tree` holds every scope: views are followed into If branches). Returns
+ * false only when memory runs out. */
+bool trace_initial_state(const scope_tree *tree, const scope *s, const char *value,
+                         state_source *out);
 
 /* The main-graph output that `value` (in scope `s`) reaches through
  * data-movement ops only (Concat, Squeeze, Unsqueeze, Reshape, Transpose,

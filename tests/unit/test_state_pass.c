@@ -1136,7 +1136,7 @@ static void test_f_Y_h_already_a_graph_output_keeps_its_name(void **state)
     assert_pair(run->report, "GRU_0_initial_h", "hn", "1,2,4", "float32", true, true);
 }
 
-static void test_f_slice_of_input_whose_Y_h_reaches_no_output_warns(void **state)
+static void test_f_slice_of_input_whose_Y_h_reaches_no_output_gets_an_output_like_the_input(void **state)
 {
     Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     mb_input(m, "h0", MB_FLOAT, "2,batch,4");
@@ -1148,14 +1148,14 @@ static void test_f_slice_of_input_whose_Y_h_reaches_no_output_warns(void **state
     mb_run *run = rewrite(state, m, NULL);
     const Onnx__GraphProto *g = run->g;
 
+    /* row 1, which no node reads, passes through: h0_out has h0's shape */
     assert_string_equal(mb_input_names(g), "X,h0");
-    assert_string_equal(mb_output_names(g), "Y,GRU_0_Y_h");
-    assert_string_equal(mb_node_ops(g), "Slice,GRU");
+    assert_string_equal(mb_output_names(g), "Y,h0_out");
+    assert_string_equal(mb_node_ops(g), "Constant,Gather,Slice,GRU,Concat");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")), "X,W_gru,R_gru,,,h0_l0");
-    const rnnstate_node_report *n =
-        assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "", "GRU_0_Y_h");
-    assert_true(mb_any_contains(n->n_warnings, n->warnings, "h0"));
-    assert_pair(run->report, "h0", "GRU_0_Y_h", "2,batch,4", "float32", false, true);
+    assert_string_equal(mb_inputs_str(mb_find_node(g, "h0_out_1")), "GRU_0_Y_h,h0_rows_1_2");
+    assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "", "h0_out");
+    assert_pair(run->report, "h0", "h0_out", "2,batch,4", "float32", false, true);
 }
 
 /* ---- case g: data-dependent initial state ------------------------------------- */
@@ -1692,7 +1692,7 @@ int main(void)
         REWRITE_TEST(test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing),
         REWRITE_TEST(test_f_final_state_feeding_gemm_is_exposed_under_its_own_name),
         REWRITE_TEST(test_f_Y_h_already_a_graph_output_keeps_its_name),
-        REWRITE_TEST(test_f_slice_of_input_whose_Y_h_reaches_no_output_warns),
+        REWRITE_TEST(test_f_slice_of_input_whose_Y_h_reaches_no_output_gets_an_output_like_the_input),
         REWRITE_TEST(test_g_state_computed_from_data_skips_the_node_and_names_the_blocker),
         REWRITE_TEST(test_g_lstm_with_only_c_data_dependent_is_skipped_whole),
         REWRITE_TEST(test_bidirectional_state_has_two_directions_and_a_warning),

@@ -105,7 +105,7 @@ static void test_initial_case(void **state)
     traced t;
     trace_open(m, &t);
     state_source src;
-    assert_true(trace_initial_state(t.tree.scopes[0], c->value, &src));
+    assert_true(trace_initial_state(&t.tree, t.tree.scopes[0], c->value, &src));
     if (src.kind != c->kind)
         fail_msg("%s: kind %d, expected %d", c->why, (int)src.kind, (int)c->kind);
     if (c->input)
@@ -132,7 +132,7 @@ static void test_initial_state_from_inside_a_branch(void **state)
     traced t;
     trace_open(m, &t);
     state_source src;
-    assert_true(trace_initial_state(t.tree.scopes[1], "state", &src));
+    assert_true(trace_initial_state(&t.tree, t.tree.scopes[1], "state", &src));
     assert_int_equal(src.kind, SOURCE_GRAPH_INPUT);
     assert_string_equal(src.input, "state");
     /* the branch's output reaches the main graph through the If */

@@ -1,0 +1,265 @@
+/* How the recurrent nodes of a model relate through their state, decided
+ * once every node is planned (phase 1 of the state pass, after
+ * plan_all_nodes has traced each slot):
+ *
+ *  - Nodes reset at every call. In a model that already carries state
+ *    through its own inputs and outputs (GTCRN, DPCRN, UL-UNAS: caches in,
+ *    caches out), a node that starts from a fixed state at every call and
+ *    whose final state goes nowhere was built that way: it runs across
+ *    something other than time (the frequency bins of one frame) or is reset
+ *    on purpose. Carrying its state would corrupt the output, so it is left
+ *    alone unless an --include pattern names it.
+ *  - Hand-offs. A node whose initial state is computed from another
+ *    recurrent node's outputs (an encoder's final state starting a decoder)
+ *    forms a chain that restarts at every call: neither node can stream by
+ *    itself, so neither gets a state pair, and a note names the chain. */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/plan.h"
+
+#define MAX_HANDOFF_VISITS 256 /* values looked at per data-dependent slot */
+
+/* The model feeds this slot from an input and reads its final state back. */
+static bool slot_carried(const slot_plan *sp)
+{
+    bool fed = sp->reset_of || sp->source.kind == SOURCE_GRAPH_INPUT ||
+               sp->source.kind == SOURCE_VIEW_OF_INPUT;
+    return fed && sp->reached;
+}
+
+/* The slot starts from the same state at every call and its final state
+ * reaches no output. */
+static bool slot_starts_fixed(const slot_plan *sp)
+{
+    state_source_kind k = sp->source.kind;
+    return !sp->reset_of && !sp->reached &&
+           (k == SOURCE_ABSENT || k == SOURCE_CONSTANT || k == SOURCE_INITIALIZER);
+}
+
+static bool node_starts_fixed(const node_plan *p)
+{
+    for (int s = 0; s < p->rs.op->n_slots; s++)
+        if (!slot_starts_fixed(&p->slots[s]))
+            return false;
+    return true;
+}
+
+static bool named_by_include(const rnnstate_options *o, const char *name)
+{
+    for (size_t i = 0; i < o->n_include; i++)
+        if (fnmatch(o->include[i], name, 0) == 0)
+            return true;
+    return false;
+}
+
+/* A slot the model carries itself, and the graph input it reads. */
+static const slot_plan *first_carried_slot(const plan_list *list, const char **input)
+{
+    for (size_t i = 0; i < list->n; i++)
+        for (int s = 0; !list->plans[i].skipped && s < list->plans[i].rs.op->n_slots; s++) {
+            const slot_plan *sp = &list->plans[i].slots[s];
+            if (slot_carried(sp)) {
+                *input = sp->reset_of ? sp->reset_of : sp->source.input;
+                return sp;
+            }
+        }
+    return NULL;
+}
+
+static void leave_reset(rewrite_ctx *ctx, node_plan *p, const char *input, const char *output)
+{
+    int64_t steps = ctx->report.report ? ctx->report.report->nodes[p->report_node]
+                                             .fixed_sequence_length
+                                       : -1;
+    char across[96] = "";
+    if (steps >= 0)
+        snprintf(across, sizeof across, " (%lld fixed steps)", (long long)steps);
+    p->skipped = true;
+    report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_RESET_EACH_CALL);
+    report_node_set_reason(&ctx->report, p->report_node,
+                           "starts from a fixed state at every call and its final state goes "
+                           "nowhere, in a model that carries its other state itself (%s -> %s): "
+                           "it runs across something other than time%s or is reset on purpose; "
+                           "left alone (--include naming it forces it)",
+                           input, output, across);
+}
+
+void plan_mark_reset_nodes(rewrite_ctx *ctx, plan_list *list)
+{
+    const char *input = NULL;
+    const slot_plan *carried = first_carried_slot(list, &input);
+    if (!carried)
+        return;
+    for (size_t i = 0; i < list->n; i++) {
+        node_plan *p = &list->plans[i];
+        if (!p->skipped && node_starts_fixed(p) &&
+            !named_by_include(&ctx->options, str_or_empty(p->rs.node->name)))
+            leave_reset(ctx, p, input, carried->reached);
+    }
+}
+
+/* ---- hand-offs ---------------------------------------------------------- */
+
+typedef struct upstream_walk {
+    const scope *sc[MAX_HANDOFF_VISITS];
+    const char *value[MAX_HANDOFF_VISITS];
+    int top, visits;
+} upstream_walk;
+
+static void walk_push(upstream_walk *w, const scope *sc, const char *value)
+{
+    if (w->top < MAX_HANDOFF_VISITS && *value) {
+        w->sc[w->top] = sc;
+        w->value[w->top++] = value;
+    }
+}
+
+/* Ops whose output says nothing about the values of their input. */
+static bool reads_shape_only(const Onnx__NodeProto *n)
+{
+    const char *op = str_or_empty(n->op_type);
+    return !strcmp(op, "Shape") || !strcmp(op, "Size");
+}
+
+/* The recurrent node whose outputs `value` is computed from, searched
+ * backwards through every producer (within a bounded number of values), or
+ * NULL. */
+static const Onnx__NodeProto *upstream_recurrent(const scope *s, const char *value,
+                                                 const scope **owner)
+{
+    upstream_walk w = { .top = 0, .visits = 0 };
+    walk_push(&w, s, value);
+    while (w.top > 0 && w.visits++ < MAX_HANDOFF_VISITS) {
+        w.top--;
+        const scope *o;
+        const value_entry *e = scope_lookup(w.sc[w.top], w.value[w.top], &o);
+        if (!e || e->producer < 0)
+            continue;
+        const Onnx__NodeProto *p = o->graph->node[e->producer];
+        if (recurrent_op_of(p)) {
+            *owner = o;
+            return p;
+        }
+        for (size_t i = 0; !reads_shape_only(p) && i < p->n_input; i++)
+            walk_push(&w, o, str_or_empty(p->input[i]));
+    }
+    return NULL;
+}
+
+/* Finds the plan of a recurrent node; `by_node` maps "%p" keys to indices
+ * and is filled on first use. */
+static node_plan *plan_of(plan_list *list, strmap *by_node, const Onnx__NodeProto *node,
+                          bool *oom)
+{
+    char key[32];
+    if (by_node->count == 0)
+        for (size_t i = 0; i < list->n && !*oom; i++) {
+            snprintf(key, sizeof key, "%p", (const void *)list->plans[i].rs.node);
+            *oom = !strmap_put(by_node, key, (int)i);
+        }
+    snprintf(key, sizeof key, "%p", (const void *)node);
+    int at = *oom ? -1 : strmap_get(by_node, key);
+    return at >= 0 ? &list->plans[at] : NULL;
+}
+
+static void skip_for_handoff(rewrite_ctx *ctx, node_plan *p, const char *fmt, const char *op,
+                             const char *name)
+{
+    p->skipped = true;
+    report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_SKIPPED);
+    report_node_set_reason(&ctx->report, p->report_node, fmt, op, name);
+}
+
+static void record_handoff(rewrite_ctx *ctx, node_plan *giver, node_plan *taker, int slot)
+{
+    const char *gop = str_or_empty(giver->rs.node->op_type);
+    const char *gname = str_or_empty(giver->rs.node->name);
+    const char *top = str_or_empty(taker->rs.node->op_type);
+    const char *tname = str_or_empty(taker->rs.node->name);
+    char fmt[256];
+    snprintf(fmt, sizeof fmt,
+             "initial_%s is computed from the outputs of %%s '%%s': a hand-off, the chain "
+             "restarts at every call, so neither node can stream by itself",
+             slot_letter[slot]);
+    skip_for_handoff(ctx, taker, fmt, gop, gname);
+    if (!giver->skipped)
+        skip_for_handoff(ctx, giver,
+                         "hands its state to %s '%s' as its initial state: a hand-off, the "
+                         "chain restarts at every call, so neither node can stream by itself",
+                         top, tname);
+    report_note(&ctx->report,
+                "hand-off: %s '%s' hands its state to %s '%s' as its initial state; the model "
+                "cannot stream through them, so no state pair was added for either",
+                gop, gname, top, tname);
+}
+
+bool plan_mark_handoffs(rewrite_ctx *ctx, plan_list *list)
+{
+    strmap by_node = STRMAP_INIT;
+    bool oom = false;
+    for (size_t i = 0; i < list->n && !oom; i++) {
+        node_plan *taker = &list->plans[i];
+        for (int s = 0; s < taker->rs.op->n_slots; s++) {
+            if (taker->slots[s].source.kind != SOURCE_DATA_DEPENDENT)
+                continue;
+            const scope *o;
+            const Onnx__NodeProto *g = upstream_recurrent(
+                taker->rs.sc, node_input(taker->rs.node, taker->rs.op->initial_state_input[s]), &o);
+            node_plan *giver = g ? plan_of(list, &by_node, g, &oom) : NULL;
+            if (giver && giver != taker) { /* a node reading its own output is a cycle */
+                record_handoff(ctx, giver, taker, s);
+                break;
+            }
+        }
+    }
+    strmap_free(&by_node);
+    return !oom;
+}
+
+/* ---- pairs the model carries --------------------------------------------- */
+
+/* The declared shape of a main-graph input or output, or NULL. */
+static const Onnx__TensorShapeProto *main_shape(rewrite_ctx *ctx, const char *name, bool input)
+{
+    const value_entry *e = graph_index_find(&ctx->scopes.scopes[0]->index, name);
+    int at = !e ? -1 : input ? e->graph_input : e->graph_output;
+    if (at < 0)
+        return NULL;
+    return value_info_shape(input ? ctx->graph->input[at] : ctx->graph->output[at]);
+}
+
+/* False when both dims are fixed and differ, or both named and differ. */
+static bool dims_may_match(const Onnx__TensorShapeProto__Dimension *a,
+                           const Onnx__TensorShapeProto__Dimension *b)
+{
+    if (a->value_case != b->value_case)
+        return true; /* a name and a size, or one unknown: nothing to say */
+    if (a->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+        return a->dim_value == b->dim_value;
+    if (a->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+        return !strcmp(str_or_empty(a->dim_param), str_or_empty(b->dim_param));
+    return true;
+}
+
+const char *carried_pair_mismatch(rewrite_ctx *ctx, const slot_plan *sp, int slot, char *buf,
+                                  size_t size)
+{
+    bool fed = sp->source.kind == SOURCE_GRAPH_INPUT || sp->source.kind == SOURCE_VIEW_OF_INPUT;
+    if (!fed || !sp->reached)
+        return NULL;
+    const Onnx__TensorShapeProto *in = main_shape(ctx, sp->source.input, true);
+    const Onnx__TensorShapeProto *out = main_shape(ctx, sp->reached, false);
+    bool match = !in || !out || in->n_dim == out->n_dim;
+    for (size_t d = 0; match && in && out && d < in->n_dim; d++)
+        match = dims_may_match(in->dim[d], out->dim[d]);
+    if (match)
+        return NULL;
+    snprintf(buf, size,
+             "initial_%s is read from graph input '%s' and Y_%s reaches graph output '%s', but "
+             "their declared shapes differ: feeding one back as the other cannot work",
+             slot_letter[slot], sp->source.input, slot_letter[slot], sp->reached);
+    return buf;
+}
