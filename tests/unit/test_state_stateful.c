@@ -342,6 +342,68 @@ static void test_half_stateful_slices_with_attributes_give_one_output(void **sta
     mb_run_free(&run);
 }
 
+/* Rows gathered one at a time (Unsqueeze(Gather(h0, k))), row 1 read by no
+ * node: it passes through unchanged. */
+static void test_half_stateful_gathered_rows_and_an_unread_row(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = mb_new(7, 13);
+    mb_input(m, "X", MB_FLOAT, "T,1,3");
+    mb_input(m, "h0", MB_FLOAT, "3,1,4");
+    mb_initializer_int64(m, "k0", MB_SCALAR, (int64_t[]){ 0 });
+    mb_initializer_int64(m, "k2", MB_SCALAR, (int64_t[]){ 2 });
+    mb_initializer_int64(m, "axis0", MB_DIMS(1), (int64_t[]){ 0 });
+    mb_attr_int(mb_node(m, "Gather", "g0", "h0,k0", "r0"), "axis", 0);
+    mb_attr_int(mb_node(m, "Gather", "g2", "h0,k2", "r2"), "axis", 0);
+    mb_node(m, "Unsqueeze", "u0", "r0,axis0", "h_a");
+    mb_node(m, "Unsqueeze", "u2", "r2,axis0", "h_b");
+    layer(m, "GRU", "gru_a", 1, "X", "h_a", NULL, "Y_a");
+    layer(m, "GRU", "gru_b", 1, "X", "h_b", NULL, "Y_b");
+    mb_output(m, "Y_a", MB_FLOAT, "T,1,1,4");
+    mb_output(m, "Y_b", MB_FLOAT, "T,1,1,4");
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+    const Onnx__GraphProto *g = run.g;
+
+    assert_string_equal(mb_output_names(g), "Y_a,Y_b,h0_out");
+    assert_string_equal(mb_inputs_str(mb_producer(g, "h0_out")), "GRU_0_Y_h,h0_rows_1_2,GRU_1_Y_h");
+    int64_t *rows;
+    size_t count;
+    const Onnx__NodeProto *pass = mb_producer(g, "h0_rows_1_2");
+    assert_string_equal(mb_inputs_str(pass), "h0,rows_indices");
+    rows = mb_tensor_int64s(mb_find_attr(mb_producer(g, "rows_indices"), "value")->t, &count);
+    assert_int_equal(count, 1);
+    assert_int_equal(rows[0], 1);
+    free(rows);
+    assert_pair(run.report, "h0", "h0_out", "3,1,4", false, true);
+    mb_run_free(&run);
+}
+
+/* When another node reads h0 too (here as a whole), the rows the sliced nodes
+ * leave out are not known to be unchanged: no assembly, each Y_h on its own. */
+static void test_half_stateful_rows_are_not_filled_when_another_node_reads_the_input(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = mb_new(7, 13);
+    mb_input(m, "X", MB_FLOAT, "T,1,3");
+    mb_input(m, "h0", MB_FLOAT, "2,1,4");
+    mb_initializer_int64(m, "s0", MB_DIMS(1), (int64_t[]){ 0 });
+    mb_initializer_int64(m, "s1", MB_DIMS(1), (int64_t[]){ 1 });
+    mb_node(m, "Slice", "layer0", "h0,s0,s1,s0", "h_l0");
+    layer(m, "GRU", "gru", 1, "X", "h_l0", NULL, "Y");
+    layer(m, "GRU", "whole", 2, "X", "h0", NULL, "Y2,hn");
+    mb_output(m, "Y", MB_FLOAT, "T,1,1,4");
+    mb_output(m, "Y2", MB_FLOAT, "T,2,1,4");
+    mb_output(m, "hn", MB_FLOAT, "2,1,4");
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+
+    assert_string_equal(mb_output_names(run.g), "Y,Y2,hn,GRU_0_Y_h");
+    const rnnstate_node_report *n = assert_status(run.report, "gru", RNNSTATE_NODE_UPDATED, NULL);
+    assert_true(mb_any_contains(n->n_warnings, n->warnings, "the views do not tile it"));
+    mb_run_free(&run);
+}
+
 /* A GRU in the then branch reads Slice(h, 0:1), one layer of a 2-layer h;
  * its Y_h goes nowhere. */
 static void test_half_stateful_slice_inside_an_if_passes_exactly_its_rows(void **state)
@@ -480,6 +542,8 @@ int main(void)
         cmocka_unit_test(test_carried_pair_of_another_shape_is_refused),
         cmocka_unit_test(test_view_through_both_branches_of_an_if),
         cmocka_unit_test(test_half_stateful_slices_with_attributes_give_one_output),
+        cmocka_unit_test(test_half_stateful_gathered_rows_and_an_unread_row),
+        cmocka_unit_test(test_half_stateful_rows_are_not_filled_when_another_node_reads_the_input),
         cmocka_unit_test(test_half_stateful_slice_inside_an_if_passes_exactly_its_rows),
         cmocka_unit_test(test_encoder_handing_its_state_to_a_decoder_streams_neither),
         cmocka_unit_test(test_hand_off_through_a_bridge_of_ops),
