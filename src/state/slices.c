@@ -13,6 +13,10 @@
 #include "state/state.h"
 #include "tensor_util.h"
 
+/* More rows than any stack of recurrent layers has: such an input is not
+ * assembled (the rows passed through are listed in a constant). */
+#define MAX_STATE_ROWS 4096
+
 typedef struct sliced {
     pending_slot at;
     int64_t start, end; /* rows [start, end) of the input, along axis 0 */
@@ -79,9 +83,9 @@ static bool slice_rows(const scope *o, const Onnx__NodeProto *s, int64_t rows, i
     return *start >= 0 && *end > *start;
 }
 
-/* Rows [k, k+1) of Unsqueeze(Gather(input, k), axes [0]). */
+/* Rows [k, k+1) of Unsqueeze(Gather(input, k), axes [0]), k < rows. */
 static bool gathered_row(const scope *o, const Onnx__NodeProto *u, const char *input,
-                         int64_t *start, int64_t *end)
+                         int64_t rows, int64_t *start, int64_t *end)
 {
     int64_t axis, row;
     const scope *go;
@@ -93,7 +97,7 @@ static bool gathered_row(const scope *o, const Onnx__NodeProto *u, const char *i
         node_attr_int(g, "axis", 0) != 0 || g->n_input < 2)
         return false;
     const Onnx__TensorProto *t = scope_tensor_data(go, constant_tensor(go, node_input(g, 1)));
-    if (!t || t->n_dims != 0 || !single_param(go, g, "", 1, -1, &row) || row < 0)
+    if (!t || t->n_dims != 0 || !single_param(go, g, "", 1, -1, &row) || row < 0 || row >= rows)
         return false;
     *start = row;
     *end = row + 1;
@@ -113,7 +117,7 @@ static bool slot_rows(const node_plan *p, int slot, int64_t rows, int64_t *start
         return false;
     if (op_is(n, "Slice"))
         return !strcmp(node_input(n, 0), input) && slice_rows(o, n, rows, start, end);
-    return op_is(n, "Unsqueeze") && gathered_row(o, n, input, start, end);
+    return op_is(n, "Unsqueeze") && gathered_row(o, n, input, rows, start, end);
 }
 
 static int by_start(const void *a, const void *b)
@@ -145,7 +149,7 @@ static bool slices_fit(const sliced *s, size_t n, int64_t rows, bool gaps_unread
             return false;
         next = s[i].end;
     }
-    return rows > 0 && (next == rows || gaps_unread);
+    return rows > 0 && rows <= MAX_STATE_ROWS && (next == rows || gaps_unread);
 }
 
 static Onnx__NodeProto *new_node(rewrite_ctx *ctx, const char *op, const char *output)

@@ -283,7 +283,9 @@ static bool scatter_spares_row(const scope *s, const Onnx__NodeProto *sc, int64_
     const Onnx__TensorProto *t = scope_tensor_data(s, constant_tensor(s, node_input(sc, 1)));
     int64_t *v = NULL;
     size_t n = 0;
-    bool ok = t && t->n_dims >= 1 && t->dims[t->n_dims - 1] == 1 && tensor_read_int64s(t, &v, &n);
+    /* a cache has few rows: larger index lists are not read (hostile models) */
+    bool ok = t && t->n_dims == 2 && t->dims[1] == 1 && t->dims[0] >= 0 && t->dims[0] <= 4096 &&
+              tensor_read_int64s(t, &v, &n);
     for (size_t i = 0; ok && i < n; i++)
         ok = v[i] >= 0 && v[i] != row;
     free(v);
