@@ -196,8 +196,8 @@ static const char *analyse(rewrite_ctx *ctx, node_plan *p, char *reason, size_t 
                                  &sp->source))
             return "";
         skip = check_source(&p->rs, &sp->source, reason, size, s);
-        sp->reached = *y ? trace_final_state(p->rs.sc, y, false) : NULL;
-        sp->reached_direct = *y ? trace_final_state(p->rs.sc, y, true) : NULL;
+        sp->reached = *y ? trace_final_state(&ctx->scopes, p->rs.sc, y, false) : NULL;
+        sp->reached_direct = *y ? trace_final_state(&ctx->scopes, p->rs.sc, y, true) : NULL;
         if (!skip)
             skip = carried_pair_mismatch(ctx, sp, s, reason, size);
     }

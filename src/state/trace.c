@@ -23,6 +23,7 @@
 
 #define MAX_TRACE_DEPTH 64
 #define MAX_VIEW_STEPS 4096    /* steps of one walk back along views, If branches included */
+#define MAX_BRANCH_SCANS 65536 /* scopes one final-state walk looks at for branch reads */
 
 static bool op_is(const Onnx__NodeProto *node, const char *op)
 {
@@ -663,12 +664,20 @@ static bool leave_branch(const scope *s, const value_entry *e, reach *next)
     return *next->value != '\0';
 }
 
-static const char *reach_output(const scope *s, const char *value, int depth, bool *cut);
+/* One walk forward from a final state: `tree` to enter the If branches that
+ * read a value, `budget` the scopes it may look at for that. */
+typedef struct reach_walk {
+    const scope_tree *tree;
+    int budget;
+} reach_walk;
+
+static const char *reach_output(reach_walk *w, const scope *s, const char *value, int depth,
+                                bool *cut);
 
 /* Where the outputs of the consumers of `e` lead (the last consumer's last
  * output first, the order of the walk this replaces). */
-static const char *reach_through_consumers(const scope *s, const value_entry *e, int depth,
-                                           bool *cut)
+static const char *reach_through_consumers(reach_walk *w, const scope *s, const value_entry *e,
+                                           int depth, bool *cut)
 {
     for (size_t c = e->n_consumers; c-- > 0;) {
         const Onnx__NodeProto *n = s->graph->node[e->consumers[c]];
@@ -676,7 +685,7 @@ static const char *reach_through_consumers(const scope *s, const value_entry *e,
             continue;
         for (size_t o = n->n_output; o-- > 0;) {
             const char *r = *str_or_empty(n->output[o])
-                                ? reach_output(s, n->output[o], depth + 1, cut)
+                                ? reach_output(w, s, n->output[o], depth + 1, cut)
                                 : NULL;
             if (r)
                 return r;
@@ -685,8 +694,42 @@ static const char *reach_through_consumers(const scope *s, const value_entry *e,
     return NULL;
 }
 
-/* The main-graph output `value` (defined in scope `s`) reaches, memoized. */
-static const char *reach_output(const scope *s, const char *value, int depth, bool *cut)
+static bool inside(const scope *sc, const scope *ancestor)
+{
+    for (const scope *p = sc->parent; p; p = p->parent)
+        if (p == ancestor)
+            return true;
+    return false;
+}
+
+/* Where the If branches inside `s`, at any depth, that read `value` as an
+ * outer-scope value lead (Silero v5 moves its final state through nested Ifs
+ * that only Squeeze or pass it). */
+static const char *reach_through_branches(reach_walk *w, const scope *s, const char *value,
+                                          int depth, bool *cut)
+{
+    for (size_t i = 0; w->tree && i < w->tree->n; i++) {
+        if (w->budget-- <= 0) {
+            *cut = true;
+            return NULL;
+        }
+        const scope *c = w->tree->scopes[i];
+        if (c->in_loop || !inside(c, s))
+            continue;
+        const value_entry *e = graph_index_find(&c->index, value);
+        if (!e || e->producer >= 0 || e->graph_input >= 0 || e->initializer >= 0)
+            continue;
+        const char *r = reach_output(w, c, value, depth + 1, cut);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* The main-graph output `value` (defined in scope `s`, or read there from an
+ * enclosing scope) reaches, memoized. */
+static const char *reach_output(reach_walk *w, const scope *s, const char *value, int depth,
+                                bool *cut)
 {
     const value_entry *e = graph_index_find(&s->index, value);
     if (!e)
@@ -709,20 +752,24 @@ static const char *reach_output(const scope *s, const char *value, int depth, bo
     }
     *m = (reach_memo){ .state = MEMO_BUSY, .depth = depth };
     bool my_cut = false;
-    const char *r = reach_through_consumers(s, e, depth, &my_cut);
+    const char *r = reach_through_consumers(w, s, e, depth, &my_cut);
     reach up;
     if (!r && e->graph_output >= 0 && leave_branch(s, e, &up))
-        r = reach_output(up.sc, up.value, depth + 1, &my_cut);
+        r = reach_output(w, up.sc, up.value, depth + 1, &my_cut);
+    if (!r && e->read_by_subgraph)
+        r = reach_through_branches(w, s, value, depth, &my_cut);
     *m = (reach_memo){ .state = MEMO_DONE, .cut = my_cut, .depth = depth, .output = r };
     *cut |= my_cut;
     return r;
 }
 
-const char *trace_final_state(const scope *s, const char *value, bool direct)
+const char *trace_final_state(const scope_tree *tree, const scope *s, const char *value,
+                              bool direct)
 {
     if (!direct) {
         bool cut = false;
-        return reach_output(s, value, 0, &cut);
+        reach_walk w = { tree, MAX_BRANCH_SCANS };
+        return reach_output(&w, s, value, 0, &cut);
     }
     /* the value itself, or the If outputs it becomes on the way out */
     for (int depth = 0; depth < MAX_TRACE_DEPTH; depth++) {

@@ -52,9 +52,11 @@ bool trace_initial_state(const scope_tree *tree, const scope *s, const char *val
 
 /* The main-graph output that `value` (in scope `s`) reaches through
  * data-movement ops only (Concat, Squeeze, Unsqueeze, Reshape, Transpose,
- * Identity, Cast, ScatterND) and If outputs, or NULL. With `direct`, no op
- * may lie on the way: the value itself must become that output. */
-const char *trace_final_state(const scope *s, const char *value, bool direct);
+ * Identity, Cast, ScatterND, Expand), into If branches that read it and out
+ * through If outputs, or NULL. With `direct`, no op may lie on the way: the
+ * value itself must become that output. */
+const char *trace_final_state(const scope_tree *tree, const scope *s, const char *value,
+                              bool direct);
 
 /* Infers dimension `axis` of `value` from declared shapes and, where the value
  * carries none (intermediate values usually don't), from its producers:

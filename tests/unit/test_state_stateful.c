@@ -304,6 +304,38 @@ static void test_view_through_both_branches_of_an_if(void **state)
     mb_run_free(&run);
 }
 
+/* Silero v5 again: the final states reach stateN through an If whose branches
+ * read them as outer-scope values (one squeezes, one passes them). */
+static void test_final_state_through_if_branches_that_read_it(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "X", MB_FLOAT, "T,1,3");
+    mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    mb_input(m, "state", MB_FLOAT, "1,1,4");
+    layer(m, "GRU", "gru", 1, "X", "state", NULL, "Y,hn");
+    mb_initializer_int64(m, "axis0", MB_DIMS(1), (int64_t[]){ 0 });
+    Onnx__NodeProto *pass = mb_node(m, "If", "pass", "cond", "hn_out");
+    Onnx__GraphProto *then_g = mb_attr_graph(pass, "then_branch", "then");
+    mb_graph_node(then_g, "Squeeze", "sq", "hn,axis0", "sq_hn");
+    mb_graph_node(then_g, "Unsqueeze", "unsq", "sq_hn,axis0", "back");
+    mb_graph_output(then_g, "back", MB_FLOAT, NULL);
+    Onnx__GraphProto *else_g = mb_attr_graph(pass, "else_branch", "else");
+    mb_graph_node(else_g, "Identity", "same", "hn", "same_hn");
+    mb_graph_output(else_g, "same_hn", MB_FLOAT, NULL);
+    mb_node(m, "Identity", "to_out", "hn_out", "stateN");
+    mb_output(m, "Y", MB_FLOAT, "T,1,1,4");
+    mb_output(m, "stateN", MB_FLOAT, "1,1,4");
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+
+    assert_status(run.report, "gru", RNNSTATE_NODE_ALREADY_EXPOSED, NULL);
+    assert_int_equal(run.report->n_pairs, 1);
+    assert_pair(run.report, "state", "stateN", "1,1,4", false, false);
+    assert_unchanged(&run);
+    mb_run_free(&run);
+}
+
 /* ---- half-stateful inputs --------------------------------------------------- */
 
 /* AECMOS: IR 6, opset 9, Slice with attributes; two bidirectional GRUs from
@@ -541,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_flat_cache_sliced_with_bounds_from_shape),
         cmocka_unit_test(test_carried_pair_of_another_shape_is_refused),
         cmocka_unit_test(test_view_through_both_branches_of_an_if),
+        cmocka_unit_test(test_final_state_through_if_branches_that_read_it),
         cmocka_unit_test(test_half_stateful_slices_with_attributes_give_one_output),
         cmocka_unit_test(test_half_stateful_gathered_rows_and_an_unread_row),
         cmocka_unit_test(test_half_stateful_rows_are_not_filled_when_another_node_reads_the_input),

@@ -136,7 +136,7 @@ static void test_initial_state_from_inside_a_branch(void **state)
     assert_int_equal(src.kind, SOURCE_GRAPH_INPUT);
     assert_string_equal(src.input, "state");
     /* the branch's output reaches the main graph through the If */
-    assert_string_equal(trace_final_state(t.tree.scopes[1], "t", false), "if_out");
+    assert_string_equal(trace_final_state(&t.tree, t.tree.scopes[1], "t", false), "if_out");
     trace_close(&t);
 }
 
@@ -176,7 +176,7 @@ static void test_final_case(void **state)
     mb_output(m, value, MB_FLOAT, NULL);
     traced t;
     trace_open(m, &t);
-    const char *reached = trace_final_state(t.tree.scopes[0], "h", c->direct);
+    const char *reached = trace_final_state(&t.tree, t.tree.scopes[0], "h", c->direct);
     if (c->reaches)
         assert_string_equal(reached, value);
     else
