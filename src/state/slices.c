@@ -27,8 +27,135 @@ static bool op_is(const Onnx__NodeProto *n, const char *op)
     return !strcmp(str_or_empty(n->op_type), op);
 }
 
+/* ---- bounds computed from Shape arithmetic -------------------------------- */
+
+#define MAX_FOLDED 8 /* elements of a folded bound list */
+#define FOLD_BUDGET 256 /* values looked at to fold one bound */
+
+typedef struct small_ints {
+    int64_t v[MAX_FOLDED];
+    size_t n;
+} small_ints;
+
+static bool fold_ints(const scope *s, const char *value, small_ints *out, int *budget);
+
+static bool fold_tensor(const Onnx__TensorProto *t, small_ints *out)
+{
+    int64_t *v = NULL;
+    size_t n = 0;
+    bool ok = t && tensor_read_int64s(t, &v, &n) && n <= MAX_FOLDED;
+    if (ok) {
+        memcpy(out->v, v, n * sizeof *v);
+        out->n = n;
+    }
+    free(v);
+    return ok;
+}
+
+/* Shape of a main-graph input whose dims are all fixed. */
+static bool fold_shape(const scope *s, const Onnx__NodeProto *p, small_ints *out)
+{
+    const scope *o;
+    const value_entry *e = scope_lookup(s, node_input(p, 0), &o);
+    if (!e || e->graph_input < 0 || o->parent || node_attr(p, "start") || node_attr(p, "end"))
+        return false;
+    const Onnx__TensorShapeProto *sh = value_info_shape(o->graph->input[e->graph_input]);
+    if (!sh || sh->n_dim > MAX_FOLDED)
+        return false;
+    for (size_t d = 0; d < sh->n_dim; d++) {
+        if (sh->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            return false;
+        out->v[d] = sh->dim[d]->dim_value;
+    }
+    out->n = sh->n_dim;
+    return true;
+}
+
+/* Add, Sub, Mul, Div of two lists, one of them possibly a single element. */
+static bool fold_arithmetic(const scope *s, const Onnx__NodeProto *p, small_ints *out, int *budget)
+{
+    small_ints a, b;
+    if (p->n_input != 2 || !fold_ints(s, node_input(p, 0), &a, budget) ||
+        !fold_ints(s, node_input(p, 1), &b, budget) || (a.n != b.n && a.n != 1 && b.n != 1))
+        return false;
+    out->n = a.n > b.n ? a.n : b.n;
+    const char *op = str_or_empty(p->op_type);
+    for (size_t i = 0; i < out->n; i++) {
+        int64_t x = a.v[a.n == 1 ? 0 : i], y = b.v[b.n == 1 ? 0 : i];
+        if (x < -(1 << 30) || x > (1 << 30) || y < -(1 << 30) || y > (1 << 30))
+            return false; /* bounds of a state are small: no overflow to guard */
+        if (!strcmp(op, "Div") && y == 0)
+            return false;
+        out->v[i] = !strcmp(op, "Add") ? x + y : !strcmp(op, "Sub") ? x - y
+                    : !strcmp(op, "Mul") ? x * y : x / y;
+    }
+    return true;
+}
+
+/* Gather on axis 0 of a folded list. */
+static bool fold_gather(const scope *s, const Onnx__NodeProto *p, small_ints *out, int *budget)
+{
+    small_ints data, idx;
+    if (p->n_input != 2 || node_attr_int(p, "axis", 0) != 0 ||
+        !fold_ints(s, node_input(p, 0), &data, budget) ||
+        !fold_ints(s, node_input(p, 1), &idx, budget))
+        return false;
+    for (size_t i = 0; i < idx.n; i++) {
+        int64_t k = idx.v[i] < 0 ? idx.v[i] + (int64_t)data.n : idx.v[i];
+        if (k < 0 || k >= (int64_t)data.n)
+            return false;
+        out->v[i] = data.v[k];
+    }
+    out->n = idx.n;
+    return true;
+}
+
+static bool fold_concat(const scope *s, const Onnx__NodeProto *p, small_ints *out, int *budget)
+{
+    out->n = 0;
+    for (size_t i = 0; i < p->n_input; i++) {
+        small_ints part;
+        if (!fold_ints(s, node_input(p, i), &part, budget) || out->n + part.n > MAX_FOLDED)
+            return false;
+        memcpy(out->v + out->n, part.v, part.n * sizeof *part.v);
+        out->n += part.n;
+    }
+    return true;
+}
+
+/* The integers `value` holds when it is computed from constants and the fixed
+ * shapes of graph inputs only (Shape, Gather, Add, Sub, Mul, Div, Concat,
+ * and ops that keep the elements: Unsqueeze, Squeeze, Reshape, Cast,
+ * Identity). */
+static bool fold_ints(const scope *s, const char *value, small_ints *out, int *budget)
+{
+    const Onnx__TensorProto *t = scope_tensor_data(s, constant_tensor(s, value));
+    if (t)
+        return fold_tensor(t, out);
+    const scope *o;
+    const value_entry *e = scope_lookup(s, value, &o);
+    const Onnx__NodeProto *p = e && e->producer >= 0 ? o->graph->node[e->producer] : NULL;
+    if (!p || --*budget < 0 || p->n_input == 0)
+        return false;
+    if (op_is(p, "Shape"))
+        return fold_shape(o, p, out);
+    if (op_is(p, "Add") || op_is(p, "Sub") || op_is(p, "Mul") || op_is(p, "Div"))
+        return fold_arithmetic(o, p, out, budget);
+    if (op_is(p, "Gather"))
+        return fold_gather(o, p, out, budget);
+    if (op_is(p, "Concat"))
+        return node_attr_int(p, "axis", 0) == 0 && fold_concat(o, p, out, budget);
+    if (op_is(p, "Unsqueeze") || op_is(p, "Squeeze") || op_is(p, "Reshape") ||
+        op_is(p, "Cast") || op_is(p, "Identity"))
+        return fold_ints(o, node_input(p, 0), out, budget);
+    return false;
+}
+
+/* ---- rows a slot reads ------------------------------------------------------ */
+
 /* A list of int64 from an attribute (Slice before opset 10, Unsqueeze before
- * 13) or else a constant input; *present is false when neither is given. */
+ * 13) or else an input computed from constants and fixed shapes; *present is
+ * false when neither is given. */
 static bool int_param(const scope *o, const Onnx__NodeProto *n, const char *attr, size_t input,
                       int64_t **v, size_t *count, bool *present)
 {
@@ -47,8 +174,13 @@ static bool int_param(const scope *o, const Onnx__NodeProto *n, const char *attr
         *present = false;
         return true;
     }
-    const Onnx__TensorProto *t = scope_tensor_data(o, constant_tensor(o, node_input(n, input)));
-    return t && tensor_read_int64s(t, v, count);
+    small_ints folded;
+    int budget = FOLD_BUDGET;
+    if (!fold_ints(o, node_input(n, input), &folded, &budget) || !(*v = malloc(MAX_FOLDED * sizeof **v)))
+        return false;
+    memcpy(*v, folded.v, folded.n * sizeof **v);
+    *count = folded.n;
+    return true;
 }
 
 /* One constant value of a parameter, or `fallback` when it is absent. */

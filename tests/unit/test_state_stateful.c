@@ -374,6 +374,36 @@ static void test_half_stateful_slices_with_attributes_give_one_output(void **sta
     mb_run_free(&run);
 }
 
+/* The rows of each layer computed from Shape(h0): H = Shape(h0)[0] / 2,
+ * layer 0 reads [0:H], layer 1 [H:2H]. */
+static void test_half_stateful_bounds_from_shape_arithmetic(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = mb_new(7, 13);
+    mb_input(m, "X", MB_FLOAT, "T,1,3");
+    mb_input(m, "h0", MB_FLOAT, "4,1,4");
+    mb_initializer_int64(m, "zero", MB_DIMS(1), (int64_t[]){ 0 });
+    mb_initializer_int64(m, "two", MB_DIMS(1), (int64_t[]){ 2 });
+    mb_node(m, "Shape", "shape", "h0", "h0_shape");
+    mb_attr_int(mb_node(m, "Gather", "rows", "h0_shape,zero", "n_rows"), "axis", 0);
+    mb_node(m, "Div", "half", "n_rows,two", "per_layer");
+    mb_node(m, "Mul", "end", "per_layer,two", "all_rows");
+    mb_node(m, "Slice", "l0", "h0,zero,per_layer,zero", "h_l0");
+    mb_node(m, "Slice", "l1", "h0,per_layer,all_rows,zero", "h_l1");
+    layer(m, "GRU", "gru0", 2, "X", "h_l0", NULL, "Y0");
+    layer(m, "GRU", "gru1", 2, "X", "h_l1", NULL, "Y1");
+    mb_output(m, "Y0", MB_FLOAT, "T,2,1,4");
+    mb_output(m, "Y1", MB_FLOAT, "T,2,1,4");
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+
+    assert_string_equal(mb_output_names(run.g), "Y0,Y1,h0_out");
+    assert_string_equal(mb_inputs_str(mb_producer(run.g, "h0_out")), "GRU_0_Y_h,GRU_1_Y_h");
+    assert_int_equal(run.report->n_pairs, 1);
+    assert_pair(run.report, "h0", "h0_out", "4,1,4", false, true);
+    mb_run_free(&run);
+}
+
 /* Rows gathered one at a time (Unsqueeze(Gather(h0, k))), row 1 read by no
  * node: it passes through unchanged. */
 static void test_half_stateful_gathered_rows_and_an_unread_row(void **state)
@@ -575,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_view_through_both_branches_of_an_if),
         cmocka_unit_test(test_final_state_through_if_branches_that_read_it),
         cmocka_unit_test(test_half_stateful_slices_with_attributes_give_one_output),
+        cmocka_unit_test(test_half_stateful_bounds_from_shape_arithmetic),
         cmocka_unit_test(test_half_stateful_gathered_rows_and_an_unread_row),
         cmocka_unit_test(test_half_stateful_rows_are_not_filled_when_another_node_reads_the_input),
         cmocka_unit_test(test_half_stateful_slice_inside_an_if_passes_exactly_its_rows),
