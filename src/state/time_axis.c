@@ -5,8 +5,11 @@
  * StatefulSession). Nodes whose sequence axis does not trace back to an
  * input (it is built by a Reshape, comes out of an op the trace does not
  * follow, ...) are named in one note. Nodes in Loop and Scan bodies run once
- * per iteration, over a sequence of the body's making: they are left out. */
+ * per iteration, over a sequence of the body's making: they are left out; so
+ * are the nodes the state pass left reset at every call (an intra-frame GRU
+ * runs across the frequency bins of one frame, not across time). */
 #include <stdio.h>
+#include <string.h>
 
 #include "passes.h"
 #include "recurrent_ops.h"
@@ -39,15 +42,30 @@ static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *
     return true;
 }
 
+/* True when the state pass left node number `r` (in the order it planned
+ * them, which is this pass's) reset at every call. */
+static bool left_reset(const rewrite_ctx *ctx, size_t r, const Onnx__NodeProto *node)
+{
+    const rnnstate_report *rep = ctx->report.report;
+    return rep && r < rep->n_nodes && rep->nodes[r].status == RNNSTATE_NODE_RESET_EACH_CALL &&
+           !strcmp(rep->nodes[r].name, str_or_empty(node->name));
+}
+
 rnnstate_status pass_time_axis(rewrite_ctx *ctx)
 {
     untraced missing = { 0, STRBUF_INIT };
     bool ok = true;
+    size_t r = 0; /* the node's entry in the report */
     for (size_t i = 0; ok && i < ctx->scopes.n; i++) {
         const scope *s = ctx->scopes.scopes[i];
-        for (size_t k = 0; ok && !s->in_loop && k < s->graph->n_node; k++)
-            if (recurrent_op_of(s->graph->node[k]))
-                ok = trace_node(ctx, s, s->graph->node[k], &missing);
+        for (size_t k = 0; ok && k < s->graph->n_node; k++) {
+            const Onnx__NodeProto *node = s->graph->node[k];
+            if (!recurrent_op_of(node))
+                continue;
+            if (!s->in_loop && !left_reset(ctx, r, node))
+                ok = trace_node(ctx, s, node, &missing);
+            r++;
+        }
     }
     if (ok && missing.n)
         report_note(&ctx->report,
