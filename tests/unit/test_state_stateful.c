@@ -173,6 +173,31 @@ static void test_zero_state_node_in_a_stateful_model_stays_reset(void **state)
     mb_run_free(&run);
 }
 
+/* DPCRN: the intra-frame GRU runs across the bins (axis 1 of X), the time GRU
+ * across the frames (axis 0): only axis 0 is the time axis. */
+static void test_time_axis_leaves_out_nodes_reset_at_every_call(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "X", MB_FLOAT, "T,5,3");
+    mb_input(m, "cache", MB_FLOAT, "1,5,4");
+    Onnx__NodeProto *t = mb_node(m, "Transpose", "bins_first", "X", "X_bins");
+    mb_attr_ints(t, "perm", 3, (int64_t[]){ 1, 0, 2 });
+    layer(m, "GRU", "intra", 2, "X_bins", "", NULL, "Y_intra");
+    layer(m, "GRU", "inter", 1, "X", "cache", NULL, "Y_inter,cache_out");
+    mb_output(m, "Y_intra", MB_FLOAT, "5,2,T,4");
+    mb_output(m, "Y_inter", MB_FLOAT, "T,1,5,4");
+    mb_output(m, "cache_out", MB_FLOAT, "1,5,4");
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+
+    assert_status(run.report, "intra", RNNSTATE_NODE_RESET_EACH_CALL, "5 fixed steps");
+    assert_int_equal(run.report->n_time_axes, 1);
+    assert_string_equal(run.report->time_axes[0].input, "X");
+    assert_int_equal(run.report->time_axes[0].axis, 0);
+    mb_run_free(&run);
+}
+
 static void test_include_forces_a_node_reset_at_every_call(void **state)
 {
     (void)state;
@@ -598,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_cache_rows_read_through_scatternd_of_other_rows),
         cmocka_unit_test(test_row_written_before_it_is_read_is_a_hand_off),
         cmocka_unit_test(test_zero_state_node_in_a_stateful_model_stays_reset),
+        cmocka_unit_test(test_time_axis_leaves_out_nodes_reset_at_every_call),
         cmocka_unit_test(test_include_forces_a_node_reset_at_every_call),
         cmocka_unit_test(test_zero_state_node_without_carried_state_is_exposed),
         cmocka_unit_test(test_flat_cache_sliced_with_bounds_from_shape),
