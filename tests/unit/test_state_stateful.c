@@ -39,6 +39,24 @@ static Onnx__NodeProto *layer(Onnx__ModelProto *m, const char *op, const char *n
     return mb_recurrent(m, op, name, H, dirs == 2 ? "bidirectional" : NULL, inputs, outputs);
 }
 
+/* Cuts `input` in two along `axis`, the bounds computed from its shape:
+ * n = Shape(input)[axis] / 2, "half0" = [0:n], "half1" = [n:2n]. */
+static void halves_from_shape(Onnx__ModelProto *m, const char *input, int64_t axis)
+{
+    char in[128];
+    mb_initializer_int64(m, "zero", MB_DIMS(1), (int64_t[]){ 0 });
+    mb_initializer_int64(m, "two", MB_DIMS(1), (int64_t[]){ 2 });
+    mb_initializer_int64(m, "axis", MB_DIMS(1), (int64_t[]){ axis });
+    mb_node(m, "Shape", "shape", input, "in_shape");
+    mb_attr_int(mb_node(m, "Gather", "width", "in_shape,axis", "width"), "axis", 0);
+    mb_node(m, "Div", "half", "width,two", "n");
+    mb_node(m, "Mul", "end", "n,two", "n2");
+    snprintf(in, sizeof in, "%s,zero,n,axis", input);
+    mb_node(m, "Slice", "s0", in, "half0");
+    snprintf(in, sizeof in, "%s,n,n2,axis", input);
+    mb_node(m, "Slice", "s1", in, "half1");
+}
+
 static void assert_pair(const rnnstate_report *r, const char *input, const char *output,
                         const char *shape, bool optional, bool added)
 {
@@ -240,17 +258,9 @@ static void test_flat_cache_sliced_with_bounds_from_shape(void **state)
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "X", MB_FLOAT, "T,batch,3");
     mb_input(m, "cache", MB_FLOAT, "batch,8");
-    mb_initializer_int64(m, "one", MB_DIMS(1), (int64_t[]){ 1 });
-    mb_initializer_int64(m, "two", MB_DIMS(1), (int64_t[]){ 2 });
-    mb_initializer_int64(m, "zero", MB_DIMS(1), (int64_t[]){ 0 });
-    mb_node(m, "Shape", "shape", "cache", "cache_shape");
-    mb_attr_int(mb_node(m, "Gather", "width", "cache_shape,one", "w"), "axis", 0);
-    mb_node(m, "Div", "half", "w,two", "hid");
-    mb_node(m, "Mul", "end", "hid,two", "hid2");
-    mb_node(m, "Slice", "s0", "cache,zero,hid,one", "c0");
-    mb_node(m, "Slice", "s1", "cache,hid,hid2,one", "c1");
-    mb_node(m, "Unsqueeze", "u0", "c0,zero", "h0");
-    mb_node(m, "Unsqueeze", "u1", "c1,zero", "h1");
+    halves_from_shape(m, "cache", 1);
+    mb_node(m, "Unsqueeze", "u0", "half0,zero", "h0");
+    mb_node(m, "Unsqueeze", "u1", "half1,zero", "h1");
     layer(m, "GRU", "gru0", 1, "X", "h0", NULL, "Y0,hn0");
     layer(m, "GRU", "gru1", 1, "X", "h1", NULL, "Y1,hn1");
     mb_node(m, "Squeeze", "q0", "hn0,zero", "f0");
@@ -407,16 +417,9 @@ static void test_half_stateful_bounds_from_shape_arithmetic(void **state)
     Onnx__ModelProto *m = mb_new(7, 13);
     mb_input(m, "X", MB_FLOAT, "T,1,3");
     mb_input(m, "h0", MB_FLOAT, "4,1,4");
-    mb_initializer_int64(m, "zero", MB_DIMS(1), (int64_t[]){ 0 });
-    mb_initializer_int64(m, "two", MB_DIMS(1), (int64_t[]){ 2 });
-    mb_node(m, "Shape", "shape", "h0", "h0_shape");
-    mb_attr_int(mb_node(m, "Gather", "rows", "h0_shape,zero", "n_rows"), "axis", 0);
-    mb_node(m, "Div", "half", "n_rows,two", "per_layer");
-    mb_node(m, "Mul", "end", "per_layer,two", "all_rows");
-    mb_node(m, "Slice", "l0", "h0,zero,per_layer,zero", "h_l0");
-    mb_node(m, "Slice", "l1", "h0,per_layer,all_rows,zero", "h_l1");
-    layer(m, "GRU", "gru0", 2, "X", "h_l0", NULL, "Y0");
-    layer(m, "GRU", "gru1", 2, "X", "h_l1", NULL, "Y1");
+    halves_from_shape(m, "h0", 0);
+    layer(m, "GRU", "gru0", 2, "X", "half0", NULL, "Y0");
+    layer(m, "GRU", "gru1", 2, "X", "half1", NULL, "Y1");
     mb_output(m, "Y0", MB_FLOAT, "T,2,1,4");
     mb_output(m, "Y1", MB_FLOAT, "T,2,1,4");
     mb_run run;
