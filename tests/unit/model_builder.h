@@ -174,6 +174,9 @@ void mb_run_free(mb_run *run);
 /* Fails the running test unless `model` saves (to memory) to exactly `size`
  * bytes equal to `bytes`. */
 void mb_assert_saves_as(const rnnstate_model *model, const unsigned char *bytes, size_t size);
+/* Fails the running test unless the rewrite changed nothing: the report says
+ * so and the model came out byte for byte as it went in. */
+void mb_assert_unchanged(const mb_run *run);
 
 /* ---- files ----------------------------------------------------------------- */
 

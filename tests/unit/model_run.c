@@ -98,6 +98,13 @@ void mb_assert_saves_as(const rnnstate_model *model, const unsigned char *bytes,
     rnnstate_buffer_free(out);
 }
 
+void mb_assert_unchanged(const mb_run *run)
+{
+    assert_false(run->report->changed);
+    assert_int_equal(run->out_size, run->in_size);
+    assert_memory_equal(run->out, run->in, run->in_size);
+}
+
 /* ---- files ----------------------------------------------------------------- */
 
 char *mb_temp_dir(void)

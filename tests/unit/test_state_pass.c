@@ -262,14 +262,6 @@ static const rnnstate_node_report *assert_node_report(const rnnstate_report *r, 
     return n;
 }
 
-/* The model came out byte for byte as it went in. */
-static void assert_unchanged(const mb_run *run)
-{
-    assert_false(run->report->changed);
-    assert_int_equal(run->out_size, run->in_size);
-    assert_memory_equal(run->out, run->in, run->in_size);
-}
-
 static rnnstate_options required_options(void)
 {
     rnnstate_options o;
@@ -582,7 +574,7 @@ static void test_b_state_input_and_output_already_exposed_changes_nothing(void *
     mb_output(m, "hn", MB_FLOAT, "1,batch,4");
     mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(run);
+    mb_assert_unchanged(run);
     const rnnstate_node_report *n =
         assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
     assert_int_equal(n->n_warnings, 0);
@@ -1083,7 +1075,7 @@ static void test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing(void *
 {
     mb_run *run = rewrite(state, model_f_stateful(), NULL);
 
-    assert_unchanged(run);
+    mb_assert_unchanged(run);
     assert_int_equal(run->report->n_nodes, 2);
     const rnnstate_node_report *n0 = assert_node_report(
         run->report, "gru_l0", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
@@ -1173,7 +1165,7 @@ static void test_g_state_computed_from_data_skips_the_node_and_names_the_blocker
     mb_output(m, "Y", MB_FLOAT, "T,1,batch,4");
     mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(run);
+    mb_assert_unchanged(run);
     const rnnstate_node_report *n =
         assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_SKIPPED, "", "");
     assert_non_null(n->reason);
@@ -1196,7 +1188,7 @@ static void test_g_lstm_with_only_c_data_dependent_is_skipped_whole(void **state
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
     mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(run);
+    mb_assert_unchanged(run);
     const rnnstate_node_report *n =
         assert_node_report(run->report, "lstm", "LSTM", RNNSTATE_NODE_SKIPPED, "", "");
     assert_non_null(n->reason);
@@ -1556,7 +1548,7 @@ static void assert_second_run_changes_nothing(model_factory make, const rnnstate
     mb_rewrite(make(), o, &first);
     assert_true(first.report->changed);
     mb_rewrite_bytes(first.out, first.out_size, o, &second);
-    assert_unchanged(&second);
+    mb_assert_unchanged(&second);
     assert_int_equal(second.report->n_nodes, first.report->n_nodes);
     for (size_t i = 0; i < second.report->n_nodes; i++) {
         assert_int_equal(second.report->nodes[i].status, RNNSTATE_NODE_ALREADY_EXPOSED);
@@ -1637,7 +1629,7 @@ static void test_model_without_recurrent_nodes_is_unchanged(void **state)
     mb_output(m, "Y", MB_FLOAT, "N,3");
     mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(run);
+    mb_assert_unchanged(run);
     assert_int_equal(run->report->n_nodes, 0);
     assert_int_equal(run->report->n_pairs, 0);
     assert_int_equal(run->report->n_notes, 0);
@@ -1652,7 +1644,7 @@ static void test_recurrent_op_of_another_domain_is_ignored(void **state)
     mb_output(m, "Y", MB_FLOAT, "T,1,2,4");
     mb_run *run = rewrite(state, m, NULL);
 
-    assert_unchanged(run);
+    mb_assert_unchanged(run);
     assert_int_equal(run->report->n_nodes, 0);
 }
 
