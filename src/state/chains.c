@@ -71,9 +71,10 @@ static const slot_plan *first_carried_slot(const plan_list *list, const char **i
 
 static void leave_reset(rewrite_ctx *ctx, node_plan *p, const char *input, const char *output)
 {
-    int64_t steps = ctx->report.report ? ctx->report.report->nodes[p->report_node]
-                                             .fixed_sequence_length
-                                       : -1;
+    const rnnstate_report *r = ctx->report.report; /* the entry is missing after OOM */
+    int64_t steps = r && p->report_node < r->n_nodes
+                        ? r->nodes[p->report_node].fixed_sequence_length
+                        : -1;
     char across[96] = "";
     if (steps >= 0)
         snprintf(across, sizeof across, " (%lld fixed steps)", (long long)steps);
@@ -127,8 +128,7 @@ static bool reads_shape_only(const Onnx__NodeProto *n)
 /* The recurrent node whose outputs `value` is computed from, searched
  * backwards through every producer (within a bounded number of values), or
  * NULL. */
-static const Onnx__NodeProto *upstream_recurrent(const scope *s, const char *value,
-                                                 const scope **owner)
+static const Onnx__NodeProto *upstream_recurrent(const scope *s, const char *value)
 {
     upstream_walk w = { .top = 0, .visits = 0 };
     walk_push(&w, s, value);
@@ -139,10 +139,8 @@ static const Onnx__NodeProto *upstream_recurrent(const scope *s, const char *val
         if (!e || e->producer < 0)
             continue;
         const Onnx__NodeProto *p = o->graph->node[e->producer];
-        if (recurrent_op_of(p)) {
-            *owner = o;
+        if (recurrent_op_of(p))
             return p;
-        }
         for (size_t i = 0; !reads_shape_only(p) && i < p->n_input; i++)
             walk_push(&w, o, str_or_empty(p->input[i]));
     }
@@ -165,12 +163,14 @@ static node_plan *plan_of(plan_list *list, strmap *by_node, const Onnx__NodeProt
     return at >= 0 ? &list->plans[at] : NULL;
 }
 
-static void skip_for_handoff(rewrite_ctx *ctx, node_plan *p, const char *fmt, const char *op,
-                             const char *name)
+#define HANDOFF_WHY                                                                            \
+    "a hand-off, the chain restarts at every call, so neither node can stream by itself"
+
+static void skip_for_handoff(rewrite_ctx *ctx, node_plan *p, const char *what)
 {
     p->skipped = true;
     report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_SKIPPED);
-    report_node_set_reason(&ctx->report, p->report_node, fmt, op, name);
+    report_node_set_reason(&ctx->report, p->report_node, "%s: " HANDOFF_WHY, what);
 }
 
 static void record_handoff(rewrite_ctx *ctx, node_plan *giver, node_plan *taker, int slot)
@@ -179,17 +179,15 @@ static void record_handoff(rewrite_ctx *ctx, node_plan *giver, node_plan *taker,
     const char *gname = str_or_empty(giver->rs.node->name);
     const char *top = str_or_empty(taker->rs.node->op_type);
     const char *tname = str_or_empty(taker->rs.node->name);
-    char fmt[256];
-    snprintf(fmt, sizeof fmt,
-             "initial_%s is computed from the outputs of %%s '%%s': a hand-off, the chain "
-             "restarts at every call, so neither node can stream by itself",
-             slot_letter[slot]);
-    skip_for_handoff(ctx, taker, fmt, gop, gname);
-    if (!giver->skipped)
-        skip_for_handoff(ctx, giver,
-                         "hands its state to %s '%s' as its initial state: a hand-off, the "
-                         "chain restarts at every call, so neither node can stream by itself",
-                         top, tname);
+    char what[1024];
+    snprintf(what, sizeof what, "initial_%s is computed from the outputs of %s '%s'",
+             slot_letter[slot], gop, gname);
+    skip_for_handoff(ctx, taker, what);
+    if (!giver->skipped) {
+        snprintf(what, sizeof what, "hands its state to %s '%s' as its initial state", top,
+                 tname);
+        skip_for_handoff(ctx, giver, what);
+    }
     report_note(&ctx->report,
                 "hand-off: %s '%s' hands its state to %s '%s' as its initial state; the model "
                 "cannot stream through them, so no state pair was added for either",
@@ -205,9 +203,8 @@ bool plan_mark_handoffs(rewrite_ctx *ctx, plan_list *list)
         for (int s = 0; s < taker->rs.op->n_slots; s++) {
             if (taker->slots[s].source.kind != SOURCE_DATA_DEPENDENT)
                 continue;
-            const scope *o;
             const Onnx__NodeProto *g = upstream_recurrent(
-                taker->rs.sc, node_input(taker->rs.node, taker->rs.op->initial_state_input[s]), &o);
+                taker->rs.sc, node_input(taker->rs.node, taker->rs.op->initial_state_input[s]));
             node_plan *giver = g ? plan_of(list, &by_node, g, &oom) : NULL;
             if (giver && giver != taker) { /* a node reading its own output is a cycle */
                 record_handoff(ctx, giver, taker, s);

@@ -176,7 +176,8 @@ static bool int_param(const scope *o, const Onnx__NodeProto *n, const char *attr
     }
     small_ints folded;
     int budget = FOLD_BUDGET;
-    if (!fold_ints(o, node_input(n, input), &folded, &budget) || !(*v = malloc(MAX_FOLDED * sizeof **v)))
+    if (!fold_ints(o, node_input(n, input), &folded, &budget) ||
+        !(*v = malloc(MAX_FOLDED * sizeof **v)))
         return false;
     memcpy(*v, folded.v, folded.n * sizeof **v);
     *count = folded.n;
@@ -330,7 +331,8 @@ static char *input_rows_value(rewrite_ctx *ctx, const char *input, int64_t start
     Onnx__NodeProto *g = ok ? new_node(ctx, "Gather", out) : NULL;
     ok = queue_first(ctx, g,
                      g && append_string(&g->input, &g->n_input, input) &&
-                         append_string(&g->input, &g->n_input, idx) && node_add_int_attr(g, "axis", 0));
+                         append_string(&g->input, &g->n_input, idx) &&
+                         node_add_int_attr(g, "axis", 0));
     free(idx);
     if (!ok) {
         free(out);

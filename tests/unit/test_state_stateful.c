@@ -397,7 +397,8 @@ static void test_half_stateful_slices_with_attributes_give_one_output(void **sta
     assert_string_equal(mb_outputs_str(mb_find_node(g, "gru_lo")), "Y_lo,GRU_1_Y_h");
     assert_int_equal(run.report->n_pairs, 1);
     assert_pair(run.report, "h0", "h0_out", "4,1,4", false, true);
-    const rnnstate_node_report *n = assert_status(run.report, "gru_hi", RNNSTATE_NODE_UPDATED, NULL);
+    const rnnstate_node_report *n =
+        assert_status(run.report, "gru_hi", RNNSTATE_NODE_UPDATED, NULL);
     assert_string_equal(mb_join(n->n_outputs_added, n->outputs_added), "h0_out");
     mb_run_free(&run);
 }
