@@ -25,7 +25,9 @@ const tensor = require(path.join(PACKAGE_LIB, 'tensor'));
 const { readModelInfo } = require(path.join(PACKAGE_LIB, 'onnx_model'));
 const state = require(path.join(PACKAGE_LIB, 'state'));
 
-const { ONNX_DTYPES, asPlain, valueAt, makeTensor } = tensor;
+const {
+  ONNX_DTYPES, asPlain, valueAt, makeTensor, randomTensor, zerosTensor,
+} = tensor;
 
 // ---------------------------------------------------------------------------
 // TensorProto
@@ -233,6 +235,88 @@ function describeComparison(res, dims) {
 }
 
 // ---------------------------------------------------------------------------
+// Check scripts: results, manifests, test inputs
+// ---------------------------------------------------------------------------
+
+// A bad command line or input file (exit status 2), as opposed to a failed
+// check (exit status 1).
+class UsageError extends Error {}
+
+// Collects check results, printing one line per check as it goes.
+class Checks {
+  constructor() {
+    this.passed = 0;
+    this.failed = 0;
+  }
+
+  pass(name, detail) {
+    this.passed++;
+    console.log(`PASS ${name}${detail ? ': ' + detail : ''}`);
+  }
+
+  fail(name, detail) {
+    this.failed++;
+    console.log(`FAIL ${name}${detail ? ': ' + detail : ''}`);
+  }
+
+  // Record a tensor comparison; `got`/`want` may be undefined when a model
+  // did not produce the output at all.
+  compare(name, got, want, tol) {
+    if (!got) return this.fail(name, 'output missing from the model under test');
+    if (!want) return this.fail(name, 'output missing from the reference run');
+    const res = compareTensors(got, want, tol);
+    const detail = describeComparison(res, want.dims);
+    if (res.ok) this.pass(name, detail);
+    else this.fail(name, detail);
+  }
+}
+
+function readJson(file, what) {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new UsageError(`cannot read ${what} ${file}: ${e.message}`);
+  }
+}
+
+// The manifest lists inputs/outputs as { name: {...} } objects (what
+// models/export_torch_models.py writes); a list of { name, ... } is accepted
+// too. Returns an array of { name, ...spec }.
+function namedList(v) {
+  if (!v) return [];
+  if (Array.isArray(v)) return v;
+  return Object.entries(v).map(([name, spec]) => ({ name, ...spec }));
+}
+
+function findEntry(manifest, entryName) {
+  const models = manifest.models || [];
+  const hit = models.find((m) => m.file === entryName)
+    || models.find((m) => path.basename(m.file || '') === path.basename(entryName));
+  if (!hit) {
+    throw new UsageError(`manifest has no entry for ${entryName} (entries: ${models.map((m) => m.file).join(', ')})`);
+  }
+  return hit;
+}
+
+// Build the full-length test inputs described by the manifest entry.
+function makeInputs(inputSpecs, seed) {
+  const feeds = {};
+  for (const spec of inputSpecs) {
+    const dtype = spec.dtype || 'float32';
+    const fill = spec.fill || 'random';
+    if (fill === 'random') feeds[spec.name] = randomTensor(dtype, spec.shape, seed, spec.name);
+    else if (fill === 'zeros') feeds[spec.name] = zerosTensor(dtype, spec.shape);
+    else if (typeof fill === 'number') {
+      // a fixed value, for inputs such as a sample rate
+      const t = zerosTensor(dtype, spec.shape);
+      t.data.fill(typeof t.data[0] === 'bigint' ? BigInt(fill) : fill);
+      feeds[spec.name] = t;
+    } else throw new UsageError(`input ${spec.name}: unknown fill "${fill}"`);
+  }
+  return feeds;
+}
+
+// ---------------------------------------------------------------------------
 // ONNX Runtime glue and command line
 // ---------------------------------------------------------------------------
 
@@ -300,6 +384,12 @@ function parseArgs(argv, spec) {
 }
 
 module.exports = {
+  UsageError,
+  Checks,
+  readJson,
+  namedList,
+  findEntry,
+  makeInputs,
   Reader,
   decodeTensorProto,
   loadTensorPb,

@@ -2,6 +2,7 @@
 # End-to-end driver for one model, run by ctest:
 #   run_check.sh TOOL STRIP WORKDIR model      MODEL.onnx MANIFEST.json [TOOL_ARG...]
 #   run_check.sh TOOL STRIP WORKDIR required   MODEL.onnx MANIFEST.json [TOOL_ARG...]
+#   run_check.sh TOOL STRIP WORKDIR stream     MODEL.onnx MANIFEST.json [TOOL_ARG...]
 #   run_check.sh TOOL STRIP WORKDIR backend    TESTDIR [TOOL_ARG...]
 #   run_check.sh TOOL STRIP WORKDIR reference  MODEL.onnx DATADIR MANIFEST.json [TOOL_ARG...]
 #   run_check.sh TOOL STRIP WORKDIR structural MODEL.onnx [TOOL_ARG...]
@@ -22,6 +23,9 @@
 #              and streams like check_model.js's (ii)
 #   structural for models ONNX Runtime cannot run at all (float64 LSTM, a
 #              quantized LSTM without hidden_size): rewrite, --check, idempotence
+#   stream     stream_check.js, the generic streaming check: with
+#              --state-inputs=required, every reported pair fed back over
+#              three calls (no idempotence check: the other kinds make it)
 # Exit status: 0 pass, 1 fail, 77 skipped (model absent).
 set -euo pipefail
 tool=$1 strip=$2 work=$3 kind=$4
@@ -32,13 +36,13 @@ case "$kind" in
   backend) dir=$1 model=$1/model.onnx name=backend-$(basename "$1"); shift ;;
   reference) model=$1 dir=$2 manifest=$3 name=reference-$(basename "$1" .onnx); shift 3 ;;
   structural) model=$1 name=structural-$(basename "$1" .onnx); shift ;;
-  model | required) model=$1 manifest=$2 name=$(basename "$1" .onnx); shift 2 ;;
+  model | required | stream) model=$1 manifest=$2 name=$(basename "$1" .onnx); shift 2 ;;
   *) echo "run_check.sh: unknown kind '$kind'" >&2; exit 2 ;;
 esac
 tool_args=("$@")
 mode=optional
-if [ "$kind" = required ]; then
-  mode=required name=required-$name
+if [ "$kind" = required ] || [ "$kind" = stream ]; then
+  mode=required name=$kind-$name
 fi
 if [ ! -f "$model" ]; then
   echo "SKIP: $model is not here (../shared/models is only in the project's workplace)"
@@ -55,6 +59,13 @@ rewritten=$out/rewritten.onnx stripped=$out/stripped.onnx report=$out/report.jso
 
 "$tool" "$model" -o "$rewritten" --json --check --state-inputs="$mode" "${tool_args[@]}" > "$report"
 echo "rewrote $model -> $rewritten (--state-inputs=$mode ${tool_args[*]})"
+
+if [ "$kind" = stream ]; then
+  converted=()
+  case " ${tool_args[*]} " in *" --to-layout0 "*) converted=(--converted) ;; esac
+  exec node "$here/stream_check.js" --original "$model" --rewritten "$rewritten" --report "$report" \
+    --manifest "$manifest" --entry "$(basename "$model")" "${converted[@]}"
+fi
 
 # Idempotence: the tool run on its own output changes nothing and says so.
 "$tool" "$rewritten" -o "$out/again.onnx" --json --state-inputs="$mode" "${tool_args[@]}" > "$out/again.json"
