@@ -245,8 +245,10 @@ def finish(graph, opset=OPSET, ir_version=None, extra_opsets=()):
 #   outputs [(name, time_axis)], streamable, ort (does onnxruntime-node 1.30
 #   run it), ref (feeds -> {output: array}), tol (for the ORT check),
 #   optionally cases (extra feeds for --refdata), testdata (True: write
-#   <name>.test/ next to the model) and atol (the manifest's tolerance for
-#   comparisons in onnxruntime-node, where 1e-5 is too tight).
+#   <name>.test/ next to the model), atol (the manifest's tolerance for
+#   comparisons in onnxruntime-node, where 1e-5 is too tight) and
+#   state_inputs (the inputs of the state pairs a careful human names, checked
+#   exactly by tests/e2e/stream_check.js).
 # --------------------------------------------------------------------------
 
 def x_feed(rng, shape, dtype=np.float32):
@@ -972,6 +974,55 @@ def if_slice_state(rng):
         cases=[{"cond": np.array(False)}, {"h": x_feed(rng, (2, 1, HID))}])
 
 
+def paddle_lstm(rng):
+    nm = Namer()
+    W, R, Bs = lstm_weights(rng, 1, IN, HID)
+    g = Graph(nm, "/lstm")
+    # Paddle keeps one [in, hidden] matrix per gate, in the order i, f, c, o;
+    # paddle2onnx transposes, reorders to ONNX's i, o, f, c and stacks them
+    # in the graph, so W, R and B are computed and nothing is declared about
+    # their element type (no value_info at all).
+    onnx_gate = {"i": 0, "o": 1, "f": 2, "c": 3}
+
+    def stacked(mats, prefix, reshape):
+        parts = []
+        for gate in "ifco":
+            k = onnx_gate[gate]
+            init = g.init("%s_%s" % (prefix, gate), mats[0, k * HID:(k + 1) * HID].T.copy())
+            parts.append((k, g.op("Transpose", [init], perm=[1, 0])))
+        cat = g.op("Concat", [v for _, v in sorted(parts)], axis=0)
+        if reshape:
+            return g.op("Reshape", [cat, g.const([1, 4 * HID, -1])])
+        return unsqueeze(g, cat, [0])
+
+    w = stacked(W, "lstm_0.w_ih", True)
+    r = stacked(R, "lstm_0.w_hh", False)
+    b = unsqueeze(g, g.op("Concat", [g.init("lstm_0.b_ih", Bs[0, :4 * HID].copy()),
+                                      g.init("lstm_0.b_hh", Bs[0, 4 * HID:].copy())], axis=0), [0])
+    xf = g.op("Cast", ["x"], to=F32)
+    xt = g.op("Transpose", [xf], perm=[1, 0, 2])                # [B,T,I] -> [T,B,I]
+    z = zeros_cos(g, xt, 1, [1], [HID])
+    Y, _, _ = lstm(g, xt, w, r, b, z, z, HID)
+    yt = g.op("Transpose", [Y], perm=[2, 0, 1, 3])              # [T,1,B,H] -> [B,T,1,H]
+    g.op("Reshape", [yt, g.const([0, 0, HID])], outputs=["y"])
+    graph = g.make("paddle_lstm", [vinfo("x", F32, ["batch", "T", IN])], [vinfo("y", F32, ["batch", "T", HID])])
+
+    def ref(f):
+        x = f["x"].transpose(1, 0, 2)
+        h0 = np.zeros((1, x.shape[1], HID))
+        return {"y": seq_out(np_lstm(x, W, R, Bs, h0, h0)[0]).transpose(1, 0, 2)}
+
+    return dict(
+        model=finish(graph),
+        description="paddle2onnx-style LSTM(8,16), no value_info: W = Reshape(Concat(Transpose of one "
+                    "initializer per gate)), R = Unsqueeze(Concat(Transpose ...)), B = Unsqueeze(Concat(b_ih, b_hh)); "
+                    "X = Transpose(Cast(x)) from batch-first x; ConstantOfShape zero state. The element type of X, W "
+                    "and R must be inferred through the graph; the tool adds LSTM_0_initial_h/c",
+        inputs=[("x", F32, [B, T, IN], 1, "random")],
+        outputs=[("y", 1)], streamable=True, ort=True, ref=ref,
+        state_inputs=["LSTM_0_initial_h", "LSTM_0_initial_c"])
+
+
 MODELS = [
     ("if_nested_one_branch.onnx", if_nested_one_branch),
     ("if_nested_both_branches.onnx", if_nested_both_branches),
@@ -994,6 +1045,7 @@ MODELS = [
     ("flat_cache_shape.onnx", flat_cache_shape),
     ("batchfirst_gru_h0const.onnx", batchfirst_gru_h0const),
     ("if_slice_state.onnx", if_slice_state),
+    ("paddle_lstm.onnx", paddle_lstm),
 ]
 
 
@@ -1044,7 +1096,7 @@ def manifest_entry(fname, spec, model):
     }
     if "atol" in spec:
         entry["atol"] = spec["atol"]
-    for key in ("ort_optional", "ort_optional_note", "verify_fails"):
+    for key in ("ort_optional", "ort_optional_note", "verify_fails", "state_inputs"):
         if key in spec:
             entry[key] = spec[key]
     return entry
