@@ -15,21 +15,39 @@
 
 #include "array.h"
 #include "state/plan.h"
+#include "state/types.h"
 #include "tensor_util.h"
 
-/* The element type of the state: W's (it must equal X's), else X's. A
- * quantized op's W is int8: its state has X's type, float unless declared. */
-static int32_t state_elem_type(const scope *s, const Onnx__NodeProto *node, const recurrent_op *op)
+/* The element type of the state: the type X, W, R and the states share,
+ * declared or inferred through the graph. A quantized op's W is int8: its
+ * state has X's type (or its states'), float unless known. */
+static int32_t state_elem_type(const elem_types *types, const scope *s,
+                               const Onnx__NodeProto *node, const recurrent_op *op)
 {
-    int32_t x = declared_elem_type(s, node_input(node, RECURRENT_INPUT_X));
+    int32_t t = elem_type_of(types, s, node_input(node, RECURRENT_INPUT_X));
+    for (int slot = 0; !t && slot < op->n_slots; slot++)
+        t = elem_type_of(types, s, node_input(node, (size_t)op->initial_state_input[slot]));
     if (op->quantized_weights)
-        return x ? x : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    int32_t t = declared_elem_type(s, node_input(node, RECURRENT_INPUT_W));
-    if (!t) {
-        const Onnx__TensorProto *w = constant_tensor(s, node_input(node, RECURRENT_INPUT_W));
-        t = w ? w->data_type : 0;
+        return t ? t : ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    for (size_t in = RECURRENT_INPUT_W; !t && in < RECURRENT_REQUIRED_INPUTS; in++)
+        t = elem_type_of(types, s, node_input(node, in));
+    return t;
+}
+
+/* Why the state's element type is unusable, in buf. */
+static const char *elem_type_problem(const elem_types *types, const recurrent_shape *rs,
+                                     char *buf, size_t size)
+{
+    if (rs->elem_type) {
+        snprintf(buf, size, "the element type X, W and R share is %s, not numeric",
+                 dtype_name(rs->elem_type));
+        return buf;
     }
-    return t ? t : x;
+    char why[256];
+    elem_type_blocker(types, rs->sc, rs->x, why, sizeof why);
+    snprintf(buf, size, "the element type of X ('%s'), W ('%s') and R cannot be inferred: %s",
+             rs->x, node_input(rs->node, RECURRENT_INPUT_W), why);
+    return buf;
 }
 
 static bool hidden_size(const scope *s, const Onnx__NodeProto *node, const recurrent_op *op,
@@ -94,18 +112,18 @@ static const char *selection_skip_reason(const rnnstate_options *o, const char *
 
 /* Fills the node's state shape; returns a skip reason, or NULL when the node
  * can be handled, or "" when out of memory. */
-static const char *describe_node(node_plan *p)
+static const char *describe_node(const elem_types *types, node_plan *p, char *buf, size_t size)
 {
     recurrent_shape *rs = &p->rs;
     const Onnx__NodeProto *node = rs->node;
     rs->x = node_input(node, RECURRENT_INPUT_X);
     rs->batch_first = recurrent_batch_first(rs->op, node);
     rs->directions = direction_count(node);
-    rs->elem_type = state_elem_type(rs->sc, node, rs->op);
+    rs->elem_type = state_elem_type(types, rs->sc, node, rs->op);
     if (node->n_input < RECURRENT_REQUIRED_INPUTS || !*rs->x)
         return "malformed node: X, W and R are required";
     if (!dtype_size(rs->elem_type))
-        return "the element type of X and W is unknown or not numeric";
+        return elem_type_problem(types, rs, buf, size);
     if (!hidden_size(rs->sc, node, rs->op, &rs->hidden))
         return "";
     if (rs->hidden <= 0)
@@ -176,14 +194,15 @@ static bool branches_complete(const scope *sc)
     return true;
 }
 
-static const char *analyse(rewrite_ctx *ctx, node_plan *p, char *reason, size_t size)
+static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan *p, char *reason,
+                           size_t size)
 {
     if (p->rs.sc->in_loop)
         return "inside a Loop or Scan body: it runs once per iteration, so carrying its state "
                "across calls is ambiguous";
     if (!branches_complete(p->rs.sc))
         return "inside an If node that lacks a then_branch or else_branch (an invalid model)";
-    const char *skip = describe_node(p);
+    const char *skip = describe_node(types, p, reason, size);
     if (!skip && !flag_fixed_sequence_length(ctx, p))
         skip = "";
     if (!skip)
@@ -204,8 +223,8 @@ static const char *analyse(rewrite_ctx *ctx, node_plan *p, char *reason, size_t 
     return skip;
 }
 
-static rnnstate_status plan_node(rewrite_ctx *ctx, scope *sc, size_t index,
-                                 const recurrent_op *op, int k, node_plan *p)
+static rnnstate_status plan_node(rewrite_ctx *ctx, const elem_types *types, scope *sc,
+                                 size_t index, const recurrent_op *op, int k, node_plan *p)
 {
     char reason[512];
     memset(p, 0, sizeof *p);
@@ -217,7 +236,7 @@ static rnnstate_status plan_node(rewrite_ctx *ctx, scope *sc, size_t index,
     snprintf(p->rs.prefix, sizeof p->rs.prefix, "%s_%d", op->name, k);
     p->report_node = report_add_node(&ctx->report, sc->path, op->name,
                                      str_or_empty(p->rs.node->name));
-    const char *skip = analyse(ctx, p, reason, sizeof reason);
+    const char *skip = analyse(ctx, types, p, reason, sizeof reason);
     if (skip && !*skip)
         return ctx_oom(ctx);
     if (skip) {
@@ -262,22 +281,29 @@ rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list)
     int counts[RECURRENT_OP_COUNT] = { 0 };
     list->plans = NULL;
     list->n = 0;
-    for (size_t i = 0; i < ctx->scopes.n; i++) {
+    elem_types types;
+    if (!elem_types_build(&types, &ctx->scopes))
+        return ctx_oom(ctx);
+    rnnstate_status st = RNNSTATE_OK;
+    for (size_t i = 0; st == RNNSTATE_OK && i < ctx->scopes.n; i++) {
         scope *sc = ctx->scopes.scopes[i];
-        for (size_t n = 0; n < sc->graph->n_node; n++) {
+        for (size_t n = 0; st == RNNSTATE_OK && n < sc->graph->n_node; n++) {
             const recurrent_op *op = recurrent_op_of(sc->graph->node[n]);
             if (!op)
                 continue;
             node_plan *grown = owned_array_grow(list->plans, list->n, sizeof *grown);
-            if (!grown)
-                return ctx_oom(ctx);
+            if (!grown) {
+                st = ctx_oom(ctx);
+                break;
+            }
             list->plans = grown;
-            rnnstate_status st = plan_node(ctx, sc, n, op, counts[recurrent_op_index(op)]++,
-                                           &grown[list->n++]);
-            if (st != RNNSTATE_OK)
-                return st;
+            st = plan_node(ctx, &types, sc, n, op, counts[recurrent_op_index(op)]++,
+                           &grown[list->n++]);
         }
     }
+    elem_types_free(&types);
+    if (st != RNNSTATE_OK)
+        return st;
     if (!plan_mark_handoffs(ctx, list) || !mark_resets(list))
         return ctx_oom(ctx);
     plan_mark_reset_nodes(ctx, list);
