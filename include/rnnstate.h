@@ -286,9 +286,11 @@ typedef struct rnnstate_options {
  * refuses others with RNNSTATE_ERR_ARGUMENT. */
 RNNSTATE_API bool rnnstate_name_template_valid(const char *name_template);
 
-/* The metadata_props key under which a rewritten model lists its state pairs
- * as JSON: [{"input": ..., "output": ..., "shape": [...], "dtype": ...,
- * "optional": ...}], the map OpenVINO's MakeStateful transformation takes. */
+/* The metadata_props key under which a model lists its state pairs as JSON:
+ * [{"input": ..., "output": ..., "shape": [...], "dtype": ..., "batch_axis":
+ * ..., "optional": ...}], the map OpenVINO's MakeStateful transformation
+ * takes. Every model with state pairs gets it, also one the rewrite did not
+ * otherwise change (status annotated). */
 #define RNNSTATE_METADATA_KEY "rnnstate.state"
 /* The metadata_props key under which a rewritten model lists its time axes
  * (rnnstate_time_axis) as JSON: [{"input": "x", "axis": 1}]. */
@@ -319,6 +321,8 @@ typedef struct rnnstate_state_pair {
     size_t rank;
     const rnnstate_dim *shape;
     const char *dtype;  /* "float32", "float16", "float64", ... */
+    int batch_axis;     /* the axis of `shape` that is the batch, or -1 when no axis
+                         * is known to be (a packed cache, a fixed batch of views) */
     bool optional;      /* the input has a default and may be left out */
     bool added;         /* the rewrite created this pair (false: the model had it) */
 } rnnstate_state_pair;
@@ -350,7 +354,9 @@ typedef struct rnnstate_time_axis {
 } rnnstate_time_axis;
 
 typedef struct rnnstate_report {
-    bool changed;       /* the rewrite modified the model */
+    bool changed;       /* the rewrite modified the graph (status rewritten) */
+    bool annotated;     /* only the state pairs were recorded in the metadata
+                         * (status annotated): the graph is as it was */
     size_t n_nodes;
     const rnnstate_node_report *nodes;
     size_t n_pairs;

@@ -115,7 +115,7 @@ typedef struct cli {
 } cli;
 
 typedef struct run_totals {
-    size_t rewritten, unchanged, failed, skipped_nodes;
+    size_t rewritten, annotated, unchanged, failed, skipped_nodes;
 } run_totals;
 
 static void die_oom(void)
@@ -698,6 +698,8 @@ static void count_result(const rnnstate_report *report, run_totals *t)
     }
     if (report->changed)
         t->rewritten++;
+    else if (report->annotated)
+        t->annotated++;
     else
         t->unchanged++;
     for (size_t i = 0; i < report->n_nodes; i++)
@@ -914,8 +916,10 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
                                               reports[i] ? NULL : errors[i].message };
     }
     if (!c->quiet && n_jobs > 1)
-        fprintf(text, "rnnstate-rewrite: %zu models: %zu rewritten, %zu unchanged, %zu failed\n",
-                n_jobs, t.rewritten, t.unchanged, t.failed);
+        fprintf(text,
+                "rnnstate-rewrite: %zu models: %zu rewritten, %zu annotated, %zu unchanged, "
+                "%zu failed\n",
+                n_jobs, t.rewritten, t.annotated, t.unchanged, t.failed);
     int status = t.failed ? EXIT_MODEL_FAILED
                  : c->fail_on_skip && t.skipped_nodes ? EXIT_SKIPPED
                                                       : EXIT_OK;

@@ -3,9 +3,11 @@
  * OpenVINO's MakeStateful transformation, which takes the same input -> output
  * map) can find them without a report, and the time axes under
  * RNNSTATE_TIME_METADATA_KEY (a list of {"input", "axis"}; empty when no
- * recurrent node's sequence axis traces back to a graph input). Only a model
- * the rewrite changed gets the entries, so an unchanged model is written back
- * byte for byte. */
+ * recurrent node's sequence axis traces back to a graph input). A model the
+ * rewrite changed gets both entries, and so does every model with state pairs,
+ * an already-stateful one too (it is then "annotated"). An entry that already
+ * says the same is left alone, so a second run changes nothing and a model
+ * without pairs is written back byte for byte. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,11 +43,16 @@ static char *time_axes_json(const rnnstate_report *r)
     return detach_json(&sb);
 }
 
-static Onnx__StringStringEntryProto *metadata_entry(Onnx__ModelProto *m, const char *key)
+static Onnx__StringStringEntryProto *find_entry(Onnx__ModelProto *m, const char *key)
 {
     for (size_t i = 0; i < m->n_metadata_props; i++)
         if (!strcmp(str_or_empty(m->metadata_props[i]->key), key))
             return m->metadata_props[i];
+    return NULL;
+}
+
+static Onnx__StringStringEntryProto *new_entry(Onnx__ModelProto *m, const char *key)
+{
     Onnx__StringStringEntryProto *e = string_entry_new(key);
     if (e && !APPEND_PTR(&m->metadata_props, &m->n_metadata_props, e)) {
         protobuf_c_message_free_unpacked(&e->base, NULL);
@@ -54,26 +61,36 @@ static Onnx__StringStringEntryProto *metadata_entry(Onnx__ModelProto *m, const c
     return e;
 }
 
-/* Sets metadata entry `key` to `json` (taking it; NULL: out of memory). */
-static bool set_metadata(Onnx__ModelProto *m, const char *key, char *json)
+/* Sets metadata entry `key` to `json` (taking it; NULL: out of memory),
+ * unless it already says the same; *written tells when it did not. */
+static bool set_metadata(Onnx__ModelProto *m, const char *key, char *json, bool *written)
 {
-    Onnx__StringStringEntryProto *e = json ? metadata_entry(m, key) : NULL;
-    if (!e) {
+    if (!json)
+        return false;
+    Onnx__StringStringEntryProto *e = find_entry(m, key);
+    if (e && !strcmp(str_or_empty(e->value), json)) {
+        free(json);
+        return true;
+    }
+    if (!e && !(e = new_entry(m, key))) {
         free(json);
         return false;
     }
     free(e->value);
     e->value = json;
+    *written = true;
     return true;
 }
 
 rnnstate_status pass_metadata(rewrite_ctx *ctx)
 {
-    if (!ctx->changed)
-        return RNNSTATE_OK;
     const rnnstate_report *r = ctx->report.report;
-    if (!set_metadata(ctx->model, RNNSTATE_METADATA_KEY, pairs_json(r)) ||
-        !set_metadata(ctx->model, RNNSTATE_TIME_METADATA_KEY, time_axes_json(r)))
+    if (!ctx->changed && !r->n_pairs)
+        return RNNSTATE_OK;
+    bool written = false;
+    if (!set_metadata(ctx->model, RNNSTATE_METADATA_KEY, pairs_json(r), &written) ||
+        !set_metadata(ctx->model, RNNSTATE_TIME_METADATA_KEY, time_axes_json(r), &written))
         return ctx_oom(ctx);
+    ctx->annotated = written && !ctx->changed;
     return RNNSTATE_OK;
 }

@@ -23,7 +23,7 @@ rnnstate_status pass_cleanup(rewrite_ctx *ctx);
 rnnstate_status pass_time_axis(rewrite_ctx *ctx);
 
 /* Writes the state pairs and the time axes into metadata_props when the
- * model changed. */
+ * model changed or has state pairs. */
 rnnstate_status pass_metadata(rewrite_ctx *ctx);
 
 #endif

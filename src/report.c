@@ -193,8 +193,8 @@ static void pair_free(rnnstate_state_pair *p)
 }
 
 void report_add_pair(report_builder *rb, const char *input, const char *output,
-                     const dim_info *dims, size_t rank, int32_t elem_type, bool optional,
-                     bool added)
+                     const dim_info *dims, size_t rank, int32_t elem_type, int batch_axis,
+                     bool optional, bool added)
 {
     rnnstate_report *r = rb->report;
     strbuf key = STRBUF_INIT;
@@ -212,7 +212,8 @@ void report_add_pair(report_builder *rb, const char *input, const char *output,
     }
     r->pairs = grown;
     rnnstate_state_pair p = { .input = strdup(input), .output = strdup(output), .rank = rank,
-                              .dtype = dtype_name(elem_type), .optional = optional,
+                              .dtype = dtype_name(elem_type), .batch_axis = batch_axis,
+                              .optional = optional,
                               .added = added };
     rnnstate_dim *shape = calloc(rank ? rank : 1, sizeof *shape);
     p.shape = shape;
@@ -276,6 +277,11 @@ void rnnstate_report_free(rnnstate_report *report)
 }
 
 /* ---- text -------------------------------------------------------------- */
+
+const char *report_model_status(const rnnstate_report *r)
+{
+    return r->changed ? "rewritten" : r->annotated ? "annotated" : "unchanged";
+}
 
 static const char *status_word(rnnstate_node_status s)
 {
@@ -405,7 +411,7 @@ void rnnstate_report_write_text(const rnnstate_report *report, const char *label
             counts[RNNSTATE_NODE_ALREADY_EXPOSED], counts[RNNSTATE_NODE_SKIPPED]);
     if (counts[RNNSTATE_NODE_RESET_EACH_CALL])
         sb_addf(&sb, ", %zu reset at every call", counts[RNNSTATE_NODE_RESET_EACH_CALL]);
-    sb_addf(&sb, "; %s\n", report->changed ? "model rewritten" : "model unchanged");
+    sb_addf(&sb, "; model %s\n", report_model_status(report));
     fputs(sb.oom ? "out of memory while formatting the report\n" : sb.buf, out);
     sb_release(&sb);
 }
@@ -465,8 +471,12 @@ void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added)
         else
             sb_adds(sb, "null");
     }
-    sb_addf(sb, "], \"dtype\": \"%s\", \"optional\": %s", p->dtype,
-            p->optional ? "true" : "false");
+    sb_addf(sb, "], \"dtype\": \"%s\", \"batch_axis\": ", p->dtype);
+    if (p->batch_axis >= 0)
+        sb_addf(sb, "%d", p->batch_axis);
+    else
+        sb_adds(sb, "null");
+    sb_addf(sb, ", \"optional\": %s", p->optional ? "true" : "false");
     if (with_added)
         sb_addf(sb, ", \"added\": %s", p->added ? "true" : "false");
     sb_adds(sb, "}");
@@ -486,7 +496,7 @@ void report_time_axes_json(strbuf *sb, const rnnstate_report *r)
 static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
 {
     const rnnstate_report *r = m->report;
-    const char *status = !r ? "error" : r->changed ? "rewritten" : "unchanged";
+    const char *status = r ? report_model_status(r) : "error";
     sb_adds(sb, "    {\"input\": ");
     sb_add_json_string(sb, m->input);
     sb_adds(sb, ", \"output\": ");
@@ -516,22 +526,23 @@ static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
 bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n, FILE *out)
 {
     strbuf sb = STRBUF_INIT;
-    size_t rewritten = 0, unchanged = 0, errors = 0;
+    size_t rewritten = 0, annotated = 0, unchanged = 0, errors = 0;
     sb_adds(&sb, "{\"tool\": \"rnnstate-rewrite\", \"version\": \"" RNNSTATE_VERSION_STRING
                  "\",\n  \"models\": [\n");
     for (size_t i = 0; i < n; i++) {
         const rnnstate_report *r = results[i].report;
         errors += !r;
         rewritten += r && r->changed;
-        unchanged += r && !r->changed;
+        annotated += r && !r->changed && r->annotated;
+        unchanged += r && !r->changed && !r->annotated;
         if (i)
             sb_adds(&sb, ",\n");
         add_json_model(&sb, &results[i]);
     }
     sb_addf(&sb,
-            "\n  ],\n  \"summary\": {\"models\": %zu, \"rewritten\": %zu, \"unchanged\": %zu, "
-            "\"errors\": %zu}\n}\n",
-            n, rewritten, unchanged, errors);
+            "\n  ],\n  \"summary\": {\"models\": %zu, \"rewritten\": %zu, \"annotated\": %zu, "
+            "\"unchanged\": %zu, \"errors\": %zu}\n}\n",
+            n, rewritten, annotated, unchanged, errors);
     bool ok = !sb.oom && fputs(sb.buf, out) >= 0 && fflush(out) == 0;
     sb_release(&sb);
     return ok;

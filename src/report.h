@@ -38,8 +38,11 @@ void report_node_output_added(report_builder *rb, size_t node, const char *name)
 void report_note(report_builder *rb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Adds a state pair unless one with the same input and output exists. */
 void report_add_pair(report_builder *rb, const char *input, const char *output,
-                     const dim_info *dims, size_t rank, int32_t elem_type, bool optional,
-                     bool added);
+                     const dim_info *dims, size_t rank, int32_t elem_type, int batch_axis,
+                     bool optional, bool added);
+
+/* The model's status word: "rewritten", "annotated" or "unchanged". */
+const char *report_model_status(const rnnstate_report *r);
 
 /* Records that a recurrent node's sequence axis is axis `axis` of graph
  * input `input`, unless that is recorded already. */

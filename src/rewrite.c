@@ -47,6 +47,7 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
         st = ctx_oom(&ctx);
     if (st == RNNSTATE_OK) {
         ctx.report.report->changed = ctx.changed;
+        ctx.report.report->annotated = ctx.annotated;
         *report = report_builder_finish(&ctx.report);
     }
     ctx_free(&ctx);

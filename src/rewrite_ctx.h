@@ -32,7 +32,8 @@ typedef struct rewrite_ctx {
     /* Initializers of main-graph inputs to remove when the state pass ends
      * (defaults of existing state inputs, with required state inputs). */
     strmap dropped; /* name -> 1 */
-    bool changed;
+    bool changed;   /* the graph was rewritten */
+    bool annotated; /* only the metadata entries were written */
     rnnstate_error *err;
 } rewrite_ctx;
 

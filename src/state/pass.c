@@ -11,51 +11,32 @@
 
 #include "array.h"
 #include "passes.h"
+#include "state/contract.h"
 #include "state/state.h"
 #include "strbuf.h"
 
-/* The shape a graph input declares (up to 8 dims), for the report of a state
- * pair the model already had; the node's state shape when it declares none.
- * On return every dims[d].param is owned. */
-static bool declared_dims(rewrite_ctx *ctx, const char *input, const recurrent_shape *rs,
-                          dim_info *dims, size_t *rank)
-{
-    const value_entry *e = graph_index_find(&ctx->scopes.scopes[0]->index, input);
-    const Onnx__TensorShapeProto *shape =
-        e && e->graph_input >= 0 ? value_info_shape(ctx->graph->input[e->graph_input]) : NULL;
-    if (!shape || shape->n_dim > 8) {
-        recurrent_state_dims(rs, dims);
-        *rank = 3;
-        for (size_t d = 0; d < 3; d++)
-            if (dims[d].param && !(dims[d].param = strdup(dims[d].param)))
-                return false;
-        return true;
-    }
-    *rank = shape->n_dim;
-    for (size_t d = 0; d < *rank; d++) {
-        dims[d] = (dim_info){ 0 };
-        dim_from_proto(shape->dim[d], &dims[d]);
-    }
-    return true;
-}
-
-static rnnstate_status record_pair(rewrite_ctx *ctx, node_plan *p, const char *input,
+/* Records the pair in the report: the shape the input declares (the node's
+ * state shape for an input the pass created, or one that declares none), and
+ * which of its axes is the batch. */
+static rnnstate_status record_pair(rewrite_ctx *ctx, node_plan *p, int slot, const char *input,
                                    const char *output, bool optional, bool added,
                                    bool input_is_new)
 {
-    dim_info dims[8];
-    size_t rank = 3;
-    if (input_is_new) {
+    const slot_plan *sp = &p->slots[slot];
+    pair_end in = { 0 };
+    if (!input_is_new)
+        pair_end_declared(ctx, input, false, &in);
+    if (!in.rank) {
+        dim_info dims[3];
         recurrent_state_dims(&p->rs, dims);
-        report_add_pair(&ctx->report, input, output, dims, rank, p->rs.elem_type, optional,
-                        added);
+        report_add_pair(&ctx->report, input, output, dims, 3, p->rs.elem_type,
+                        pair_batch_axis(&p->rs, dims, 3, true), optional, added);
         return RNNSTATE_OK;
     }
-    if (!declared_dims(ctx, input, &p->rs, dims, &rank))
-        return ctx_oom(ctx);
-    report_add_pair(&ctx->report, input, output, dims, rank, p->rs.elem_type, optional, added);
-    for (size_t d = 0; d < rank; d++)
-        dim_info_clear(&dims[d]);
+    bool direct = !sp->reset_of && sp->source.kind == SOURCE_GRAPH_INPUT;
+    report_add_pair(&ctx->report, input, output, in.dims, in.rank, p->rs.elem_type,
+                    pair_batch_axis(&p->rs, in.dims, in.rank, direct), optional, added);
+    pair_end_clear(&in);
     return RNNSTATE_OK;
 }
 
@@ -71,21 +52,13 @@ static rnnstate_status expose_slot(rewrite_ctx *ctx, node_plan *p, int slot)
             report_node_input_added(&ctx->report, p->report_node, input);
         if (output_added)
             report_node_output_added(&ctx->report, p->report_node, output);
-        st = record_pair(ctx, p, input, output, optional, input_added || output_added,
+        st = record_pair(ctx, p, slot, input, output, optional, input_added || output_added,
                          input_added);
         ctx->changed |= input_added || output_added;
     }
     free(input);
     free(output);
     return st;
-}
-
-/* A slot fed by a Slice of a model input whose final state goes nowhere: its
- * output is assembled with the other slices of that input (AECMOS). */
-static bool half_stateful(const node_plan *p, int slot)
-{
-    const slot_plan *sp = &p->slots[slot];
-    return !sp->reset_of && sp->source.kind == SOURCE_VIEW_OF_INPUT && !sp->reached;
 }
 
 typedef struct pending_slots {
@@ -103,24 +76,31 @@ static bool pending_push(pending_slots *l, node_plan *p, int slot)
     return true;
 }
 
-/* The slots that a group could not assemble are exposed one by one; inside
- * an If branch, where the other branch would have to pass the rows of the
- * input the node read, the node is skipped instead. */
+/* The slots that a group could not assemble are exposed one by one, where
+ * the final state alone fits the input it is a view of; inside an If branch,
+ * where the other branch would have to pass the rows of the input the node
+ * read, the node is skipped instead. */
 static rnnstate_status expose_singly(rewrite_ctx *ctx, pending_slot *group, size_t n)
 {
     rnnstate_status st = RNNSTATE_OK;
+    char problem[512];
     for (size_t i = 0; st == RNNSTATE_OK && i < n; i++) {
         node_plan *p = group[i].plan;
         int slot = group[i].slot;
+        if (p->skipped)
+            continue;
+        if (pair_contract_problem(ctx, p, slot, true, problem, sizeof problem)) {
+            plan_skip(ctx, p, problem);
+            continue;
+        }
         const char *input = p->slots[slot].source.input;
         if (p->rs.sc->parent) {
-            p->skipped = true;
-            report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_SKIPPED);
-            report_node_set_reason(&ctx->report, p->report_node,
-                                   "initial_%s is a view of graph input '%s' whose rows cannot be "
-                                   "told, inside an If branch: its final state cannot be threaded "
-                                   "out with a matching pass-through",
-                                   slot_letter[slot], input);
+            snprintf(problem, sizeof problem,
+                     "initial_%s is a view of graph input '%s' whose rows cannot be told, inside "
+                     "an If branch: its final state cannot be threaded out with a matching "
+                     "pass-through",
+                     slot_letter[slot], input);
+            plan_skip(ctx, p, problem);
             continue;
         }
         st = expose_slot(ctx, p, slot);
@@ -192,7 +172,7 @@ static rnnstate_status apply_plan(rewrite_ctx *ctx, node_plan *p, pending_slots 
                          p->rs.directions == 2 ? "bidirectional, the backward" : "reverse");
     rnnstate_status st = RNNSTATE_OK;
     for (int s = 0; st == RNNSTATE_OK && s < p->rs.op->n_slots; s++) {
-        if (half_stateful(p, s))
+        if (slot_half_stateful(&p->slots[s]))
             st = pending_push(pending, p, s) ? RNNSTATE_OK : ctx_oom(ctx);
         else
             st = expose_slot(ctx, p, s);
@@ -200,14 +180,24 @@ static rnnstate_status apply_plan(rewrite_ctx *ctx, node_plan *p, pending_slots 
     return st;
 }
 
-/* A node is "updated" when the pass added an input or output for it. */
+/* A node is "updated" when the pass added an input or output for it. Only
+ * such a node gets the fixed-sequence-length warning: a caller streaming it
+ * must then cut chunks of exactly that length. */
 static void settle_statuses(rewrite_ctx *ctx, const plan_list *plans)
 {
     for (size_t i = 0; i < plans->n; i++) {
-        const rnnstate_node_report *nr = &ctx->report.report->nodes[plans->plans[i].report_node];
-        if (!plans->plans[i].skipped && (nr->n_inputs_added || nr->n_outputs_added))
-            report_node_set_status(&ctx->report, plans->plans[i].report_node,
-                                   RNNSTATE_NODE_UPDATED);
+        size_t node = plans->plans[i].report_node;
+        const rnnstate_node_report *nr = &ctx->report.report->nodes[node];
+        if (plans->plans[i].skipped || (!nr->n_inputs_added && !nr->n_outputs_added))
+            continue;
+        report_node_set_status(&ctx->report, node, RNNSTATE_NODE_UPDATED);
+        if (nr->fixed_sequence_length >= 0)
+            report_node_warn(&ctx->report, node,
+                             "the sequence length is fixed at %lld: chunks must then have exactly "
+                             "%lld steps; re-export with a dynamic time axis to stream shorter "
+                             "chunks",
+                             (long long)nr->fixed_sequence_length,
+                             (long long)nr->fixed_sequence_length);
     }
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "state/contract.h"
 #include "state/plan.h"
 #include "state/types.h"
 #include "tensor_util.h"
@@ -71,22 +72,16 @@ static int64_t direction_count(const Onnx__NodeProto *node)
     return dir && !strcmp(dir, "bidirectional") ? 2 : 1;
 }
 
-/* A fixed sequence length is worth flagging: such a node often runs across
- * something other than time (frequency bins, a fixed window) and must then
- * keep its zero state; an exclude pattern leaves it alone. */
-static bool flag_fixed_sequence_length(rewrite_ctx *ctx, const node_plan *p)
+/* Records a fixed sequence length in the report: the node then needs chunks
+ * of exactly that many steps (pass_state.c warns about it if the node is
+ * exposed), or runs across something other than time. */
+static bool record_fixed_sequence_length(rewrite_ctx *ctx, const node_plan *p)
 {
     dim_info t = { 0 };
     if (!infer_dim(p->rs.sc, p->rs.x, p->rs.batch_first ? 1 : 0, &t))
         return false;
-    if (t.known && !t.param) {
+    if (t.known && !t.param)
         report_node_set_sequence_length(&ctx->report, p->report_node, t.value);
-        report_node_warn(&ctx->report, p->report_node,
-                         "the sequence length is fixed at %lld: if this node does not run over "
-                         "time, its state must not be carried (leave it out with an exclude "
-                         "pattern)",
-                         (long long)t.value);
-    }
     dim_info_clear(&t);
     return true;
 }
@@ -203,7 +198,7 @@ static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan 
     if (!branches_complete(p->rs.sc))
         return "inside an If node that lacks a then_branch or else_branch (an invalid model)";
     const char *skip = describe_node(types, p, reason, size);
-    if (!skip && !flag_fixed_sequence_length(ctx, p))
+    if (!skip && !record_fixed_sequence_length(ctx, p))
         skip = "";
     if (!skip)
         skip = selection_skip_reason(&ctx->options, str_or_empty(p->rs.node->name), reason, size);
@@ -217,8 +212,6 @@ static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan 
         skip = check_source(&p->rs, &sp->source, reason, size, s);
         sp->reached = *y ? trace_final_state(&ctx->scopes, p->rs.sc, y, false) : NULL;
         sp->reached_direct = *y ? trace_final_state(&ctx->scopes, p->rs.sc, y, true) : NULL;
-        if (!skip)
-            skip = carried_pair_mismatch(ctx, sp, s, reason, size);
     }
     return skip;
 }
@@ -239,11 +232,8 @@ static rnnstate_status plan_node(rewrite_ctx *ctx, const elem_types *types, scop
     const char *skip = analyse(ctx, types, p, reason, sizeof reason);
     if (skip && !*skip)
         return ctx_oom(ctx);
-    if (skip) {
-        p->skipped = true;
-        report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_SKIPPED);
-        report_node_set_reason(&ctx->report, p->report_node, "%s", skip);
-    }
+    if (skip)
+        plan_skip(ctx, p, skip);
     return RNNSTATE_OK;
 }
 
@@ -276,6 +266,36 @@ static bool mark_resets(plan_list *list)
     return ok;
 }
 
+bool slot_half_stateful(const slot_plan *sp)
+{
+    return !sp->reset_of && sp->source.kind == SOURCE_VIEW_OF_INPUT && !sp->reached;
+}
+
+void plan_skip(rewrite_ctx *ctx, node_plan *p, const char *reason)
+{
+    p->skipped = true;
+    report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_SKIPPED);
+    report_node_set_reason(&ctx->report, p->report_node, "%s", reason);
+}
+
+/* Leaves alone every node one of whose pairs would break the contract
+ * (contract.h). Done once the resets are known (a reset pairs the state
+ * input it resets) and before the nodes reset at every call are told from
+ * the state the model carries: a pair that cannot be fed back carries
+ * nothing. Half-stateful slots are checked with the views they are
+ * assembled with, by the pass. */
+static void skip_broken_pairs(rewrite_ctx *ctx, plan_list *list)
+{
+    char problem[512];
+    for (size_t i = 0; i < list->n; i++) {
+        node_plan *p = &list->plans[i];
+        for (int s = 0; !p->skipped && s < p->rs.op->n_slots; s++)
+            if (!slot_half_stateful(&p->slots[s]) &&
+                pair_contract_problem(ctx, p, s, false, problem, sizeof problem))
+                plan_skip(ctx, p, problem);
+    }
+}
+
 rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list)
 {
     int counts[RECURRENT_OP_COUNT] = { 0 };
@@ -306,6 +326,7 @@ rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list)
         return st;
     if (!plan_mark_handoffs(ctx, list) || !mark_resets(list))
         return ctx_oom(ctx);
+    skip_broken_pairs(ctx, list);
     plan_mark_reset_nodes(ctx, list);
     return RNNSTATE_OK;
 }

@@ -29,6 +29,13 @@ typedef struct plan_list {
 /* True for a constant source whose every element is zero. */
 bool source_is_zero(const state_source *s);
 
+/* A slot fed by a view of a model input whose final state goes nowhere: its
+ * output is assembled with the other views of that input (AECMOS). */
+bool slot_half_stateful(const slot_plan *sp);
+
+/* Leaves the node alone: status skipped, with the reason. */
+void plan_skip(rewrite_ctx *ctx, node_plan *p, const char *reason);
+
 /* Plans every recurrent node of every graph, adding one report entry per
  * node (skipped nodes get their reason here). */
 rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list);
@@ -46,12 +53,6 @@ void plan_mark_reset_nodes(rewrite_ctx *ctx, plan_list *list);
  * decoder) and that other node are both skipped, with a model-level note.
  * Returns false only when memory runs out. */
 bool plan_mark_handoffs(rewrite_ctx *ctx, plan_list *list);
-
-/* chains.c: why a slot the model feeds from input I and whose final
- * state reaches output O is no state pair (their declared shapes differ),
- * written into buf; NULL when it may be one. */
-const char *carried_pair_mismatch(rewrite_ctx *ctx, const slot_plan *sp, int slot, char *buf,
-                                  size_t size);
 
 /* The name of a new state input or output ("initial" or "Y"): the name
  * template expanded, made unique in the model. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "state/contract.h"
 #include "state/state.h"
 #include "tensor_util.h"
 
@@ -437,8 +438,10 @@ static void report_assembled(rewrite_ctx *ctx, const char *input, const char *ou
     size_t rank = sh && sh->n_dim <= 8 ? sh->n_dim : 0;
     for (size_t d = 0; d < rank; d++)
         dim_from_proto(sh->dim[d], &dims[d]);
+    /* rows of the first axis of a layout-0 state: the input has its layout */
     report_add_pair(&ctx->report, input, out, dims, rank, s[0].at.plan->rs.elem_type,
-                    e->initializer >= 0, true);
+                    pair_batch_axis(&s[0].at.plan->rs, dims, rank, true), e->initializer >= 0,
+                    true);
     for (size_t d = 0; d < rank; d++)
         dim_info_clear(&dims[d]);
     ctx->changed = true;

@@ -77,7 +77,7 @@ snapshot() {
 m_gru=$models/gru_1layer_fixed.onnx       # rewritten: 1 pair
 m_den=$models/denoiser_gru.onnx           # rewritten: 2 pairs, dynamic batch
 m_lstm=$models/lstm_classifier.onnx       # rewritten: LSTM, h and c
-m_user=$models/gru_user_h0.onnx           # unchanged: state already exposed
+m_user=$models/gru_user_h0.onnx           # annotated: state already exposed
 f_skip=$fixtures/lstm_data_state.onnx     # its LSTM's initial_h comes from data: skipped
 f_freq=$fixtures/gru_time_and_freq.onnx   # time_gru (dynamic time) + freq_gru (fixed length 5)
 f_h0=$fixtures/gru_nonzero_h0.onnx        # initial_h: an initializer of 0.5s
@@ -98,11 +98,12 @@ run "several models" 0 "$work/many/a.onnx" "$work/many/b.onnx" "$work/many/c.onn
 ./c.onnx
 ./c.updated.onnx"
 eq "several models: summary line closes the run" "$(tail -n 1 "$io/stdout")" \
-  "rnnstate-rewrite: 3 models: 2 rewritten, 1 unchanged, 0 failed"
+  "rnnstate-rewrite: 3 models: 2 rewritten, 1 annotated, 0 unchanged, 0 failed"
 has "several models: one report per model" "$out" "$work/many/b.onnx: 1 recurrent node: 1 updated, 0 already exposed, 0 skipped; model rewritten"
 has "several models: each output named" "$out" "$work/many/c.onnx: wrote $work/many/c.updated.onnx"
-cmp -s "$work/many/c.onnx" "$work/many/c.updated.onnx" && pass "unchanged model still written, same bytes" ||
-  fail "unchanged model still written, same bytes" "c.updated.onnx differs from c.onnx"
+"$tool" -q "$work/many/c.updated.onnx" -o "$work/many-c-again.onnx"
+cmp -s "$work/many/c.updated.onnx" "$work/many-c-again.onnx" && pass "annotated model: a second run writes the same bytes" ||
+  fail "annotated model: a second run writes the same bytes" "many-c-again.onnx differs from c.updated.onnx"
 "$tool" -q "$m_gru" -o "$work/a.single.onnx"
 cmp -s "$work/a.single.onnx" "$work/many/a.updated.onnx" && pass "batch output equals single-model output" ||
   fail "batch output equals single-model output" "differs"
@@ -198,7 +199,7 @@ eq "corrupt among good: one error line on stderr" "$(printf '%s\n' "$err" | wc -
 has "corrupt among good: the error names the file" "$err" "rnnstate-rewrite: $batch/2-bad.onnx: not an ONNX model"
 bad_message=${err#rnnstate-rewrite: }
 eq "corrupt among good: summary line" "$(tail -n 1 "$io/stdout")" \
-  "rnnstate-rewrite: 3 models: 2 rewritten, 0 unchanged, 1 failed"
+  "rnnstate-rewrite: 3 models: 2 rewritten, 0 annotated, 0 unchanged, 1 failed"
 has "corrupt among good: the model after the bad one ran" "$out" "$batch/3-good.onnx: wrote $batch/3-good.updated.onnx"
 rm -f "$batch"/*.updated.onnx
 run "corrupt among good: --json" 1 "$batch" --json -d "$work/batch-out" && cp "$io/stdout" "$work/batch.json"
@@ -212,10 +213,10 @@ eq "corrupt among good: the error entry (input, no output, the message printed, 
 eq "corrupt among good: outputs in the report" "$(js "$work/batch.json" 'r.models.map(m => m.output).join(" ")')" \
   "$work/batch-out/1-good.onnx  $work/batch-out/3-good.onnx"
 eq "corrupt among good: JSON summary" "$(js "$work/batch.json" 'r.summary')" \
-  '{"models":3,"rewritten":2,"unchanged":0,"errors":1}'
+  '{"models":3,"rewritten":2,"annotated":0,"unchanged":0,"errors":1}'
 has "corrupt among good: --json puts the text on stderr" "$err" "$batch/1-good.onnx: 1 recurrent node"
 has "corrupt among good: --json keeps the summary line on stderr" "$err" \
-  "rnnstate-rewrite: 3 models: 2 rewritten, 0 unchanged, 1 failed"
+  "rnnstate-rewrite: 3 models: 2 rewritten, 0 annotated, 0 unchanged, 1 failed"
 eq "corrupt among good: -d writes the good ones" "$(files "$work/batch-out")" \
 "./1-good.onnx
 ./3-good.onnx"
@@ -231,7 +232,7 @@ snap=$(snapshot "$dry")
 run "--dry-run on a folder" 1 --dry-run -r "$dry" &&
   eq "--dry-run leaves the folder byte for byte untouched" "$(snapshot "$dry")" "$snap"
 has "--dry-run says so per model" "$out" "$dry/sub/b.onnx: dry run, nothing written"
-eq "--dry-run: summary line" "$(tail -n 1 "$io/stdout")" "rnnstate-rewrite: 3 models: 2 rewritten, 0 unchanged, 1 failed"
+eq "--dry-run: summary line" "$(tail -n 1 "$io/stdout")" "rnnstate-rewrite: 3 models: 2 rewritten, 0 annotated, 0 unchanged, 1 failed"
 run "-n -d on a folder" 0 -n -r "$dry/sub/b.onnx" "$dry/a.onnx" -d "$work/dry-out" --json &&
   { [ ! -e "$work/dry-out" ] && pass "-n with -d creates nothing" || fail "-n with -d creates nothing" "created"; }
 eq "-n: the same report, output null" "$(js "$io/stdout" 'r.models.map(m => [m.status, m.output, m.state.length])')" \
@@ -290,11 +291,11 @@ run "--verbose" 0 --verbose -n "$m_gru" && has "--verbose = -v" "$out" "$m_gru: 
 run "--json: one document on stdout" 0 --json -n "$m_gru" "$m_user" "$f_skip" "$f_freq" && cp "$io/stdout" "$work/four.json"
 valid "--json: four models validate" "$work/four.json"
 eq "--json: tool and version" "$(js "$work/four.json" 'r.tool + " " + r.version')" "rnnstate-rewrite $("$tool" --version | cut -d' ' -f2)"
-eq "--json: statuses" "$(js "$work/four.json" 'r.models.map(m => m.status).join(" ")')" "rewritten unchanged unchanged rewritten"
+eq "--json: statuses" "$(js "$work/four.json" 'r.models.map(m => m.status).join(" ")')" "rewritten annotated unchanged rewritten"
 eq "--json: node statuses" "$(js "$work/four.json" 'r.models.map(m => m.nodes.map(n => n.op + ":" + n.status).join(",")).join(" ")')" \
   "GRU:updated GRU:already-exposed,GRU:already-exposed LSTM:skipped GRU:updated,GRU:updated"
 eq "--json: a pair already in the model" "$(js "$work/four.json" 'r.models[1].state')" \
-  '[{"input":"h0","output":"hn","shape":[2,"batch",16],"dtype":"float32","optional":false,"added":false}]'
+  '[{"input":"h0","output":"hn","shape":[2,"batch",16],"dtype":"float32","batch_axis":1,"optional":false,"added":false}]'
 eq "--json: fixed sequence length flagged" "$(js "$work/four.json" 'r.models[3].nodes.map(n => [n.name, n.fixed_sequence_length, n.warnings.length])')" \
   '[["time_gru",null,0],["freq_gru",5,1]]'
 has "--json: the flag's warning" "$(js "$work/four.json" 'r.models[3].nodes[1].warnings[0]')" "the sequence length is fixed at 5"
@@ -382,7 +383,9 @@ for m in "$m_gru" "$m_den" "$m_lstm" "$f_freq"; do
   done
 done
 eq "metadata: 'optional' says required" "$(info "$work/meta.onnx" | js /dev/stdin 'JSON.parse(r.metadata["rnnstate.state"]).map(p => p.optional)')" "[false,false]"
-eq "unchanged model: no metadata added" "$(info "$work/many/c.updated.onnx" | js /dev/stdin 'Object.keys(r.metadata)')" "[]"
+eq "annotated model: its pair in the metadata" "$(info "$work/many/c.updated.onnx" | js /dev/stdin 'r.metadata["rnnstate.state"]')" \
+  '[{"input": "h0", "output": "hn", "shape": [2, "batch", 16], "dtype": "float32", "batch_axis": 1, "optional": false}]'
+eq "model without state pairs: no metadata added" "$(info "$work/skip.onnx" | js /dev/stdin 'Object.keys(r.metadata)')" "[]"
 
 # ---- --check ---------------------------------------------------------------------
 run "--check" 0 --check -r "$models" -d "$work/checked" &&

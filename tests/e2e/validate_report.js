@@ -6,7 +6,9 @@
 //
 // Besides the schema, it checks what a schema cannot say: the summary counts
 // match the models, a model with an updated node or an added pair is
-// "rewritten" (and an "unchanged" one has neither), and every name in a
+// "rewritten" (and an "unchanged" or "annotated" one has neither; an
+// "annotated" one has state pairs, whose batch_axis is within the shape), and
+// every name in a
 // node's inputs_added / outputs_added is the input / output of a state pair.
 // Prints one line per report; exit status 0 all valid, 1 some report is
 // invalid, 2 bad command line or unreadable file.
@@ -33,6 +35,7 @@ function crossCheck(report) {
   const want = {
     models: report.models.length,
     rewritten: count('rewritten'),
+    annotated: count('annotated'),
     unchanged: count('unchanged'),
     errors: count('error'),
   };
@@ -44,6 +47,12 @@ function crossCheck(report) {
     const changed = m.nodes.some((n) => n.status === 'updated') || m.state.some((p) => p.added);
     if (changed && m.status !== 'rewritten') problems.push(`${where}: something was added but status is ${m.status}`);
     if (!changed && m.status === 'rewritten') problems.push(`${where}: status rewritten but no node updated and no pair added`);
+    if (m.status === 'annotated' && !m.state.length) problems.push(`${where}: status annotated but no state pair`);
+    for (const p of m.state) {
+      if (p.batch_axis !== null && p.batch_axis >= p.shape.length) {
+        problems.push(`${where}: pair ${p.input} -> ${p.output}: batch_axis ${p.batch_axis} outside shape [${p.shape}]`);
+      }
+    }
     const inputs = new Set(m.state.map((p) => p.input));
     const outputs = new Set(m.state.map((p) => p.output));
     if (inputs.size !== m.state.length) problems.push(`${where}: two state pairs share an input`);

@@ -177,6 +177,11 @@ void mb_assert_saves_as(const rnnstate_model *model, const unsigned char *bytes,
 /* Fails the running test unless the rewrite changed nothing: the report says
  * so and the model came out byte for byte as it went in. */
 void mb_assert_unchanged(const mb_run *run);
+/* Fails the running test unless the rewrite only annotated the model: the
+ * report says so, the graph came out byte for byte as it went in, and the
+ * metadata holds exactly `state_json` (rnnstate.state) and `time_json`
+ * (rnnstate.time). */
+void mb_assert_annotated(const mb_run *run, const char *state_json, const char *time_json);
 
 /* ---- files ----------------------------------------------------------------- */
 

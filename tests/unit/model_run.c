@@ -105,6 +105,36 @@ void mb_assert_unchanged(const mb_run *run)
     assert_memory_equal(run->out, run->in, run->in_size);
 }
 
+static unsigned char *pack_graph(const Onnx__GraphProto *g, size_t *size)
+{
+    *size = onnx__graph_proto__get_packed_size(g);
+    unsigned char *bytes = mb_must_malloc(*size ? *size : 1);
+    onnx__graph_proto__pack(g, bytes);
+    return bytes;
+}
+
+void mb_assert_annotated(const mb_run *run, const char *state_json, const char *time_json)
+{
+    assert_false(run->report->changed);
+    assert_true(run->report->annotated);
+    Onnx__ModelProto *in = onnx__model_proto__unpack(NULL, run->in_size, run->in);
+    assert_non_null(in);
+    size_t in_size, out_size;
+    unsigned char *in_graph = pack_graph(in->graph, &in_size);
+    unsigned char *out_graph = pack_graph(run->g, &out_size);
+    bool same = in_size == out_size && !memcmp(in_graph, out_graph, in_size) &&
+                in->ir_version == run->model->ir_version;
+    free(in_graph);
+    free(out_graph);
+    onnx__model_proto__free_unpacked(in, NULL);
+    assert_true(same);
+    assert_int_equal(run->model->n_metadata_props, 2);
+    assert_string_equal(run->model->metadata_props[0]->key, RNNSTATE_METADATA_KEY);
+    assert_string_equal(run->model->metadata_props[0]->value, state_json);
+    assert_string_equal(run->model->metadata_props[1]->key, RNNSTATE_TIME_METADATA_KEY);
+    assert_string_equal(run->model->metadata_props[1]->value, time_json);
+}
+
 /* ---- files ----------------------------------------------------------------- */
 
 char *mb_temp_dir(void)

@@ -164,9 +164,9 @@ static void test_reshaped_x_is_not_traced_and_a_note_says_so(void **state)
     mb_run_free(&run);
 }
 
-/* A model the rewrite leaves unchanged keeps no metadata, but its report
- * still names the time axis. */
-static void test_unchanged_model_reports_the_axis_without_metadata(void **state)
+/* An already-stateful model is only annotated: its metadata names the time
+ * axis beside the pairs (issue 9, item 7). */
+static void test_already_stateful_model_carries_the_axis_in_its_metadata(void **state)
 {
     (void)state;
     Onnx__ModelProto *m = mb_new(8, 14);
@@ -178,9 +178,10 @@ static void test_unchanged_model_reports_the_axis_without_metadata(void **state)
     mb_output(m, "hn", MB_FLOAT, "1,batch,4");
     mb_run run;
     mb_rewrite(m, NULL, &run);
-    assert_false(run.report->changed);
     assert_string_equal(time_axes_str(run.report), "X:0");
-    assert_int_equal(run.model->n_metadata_props, 0);
+    assert_true(run.report->annotated);
+    assert_string_equal(metadata(run.model, RNNSTATE_TIME_METADATA_KEY),
+                        "[{\"input\": \"X\", \"axis\": 0}]");
     mb_run_free(&run);
 }
 
@@ -192,7 +193,7 @@ int main(void)
         cmocka_unit_test(test_traced_through_transpose_and_a_stack_of_layers_recorded_once),
         cmocka_unit_test(test_node_in_a_branch_traces_to_the_outer_input),
         cmocka_unit_test(test_reshaped_x_is_not_traced_and_a_note_says_so),
-        cmocka_unit_test(test_unchanged_model_reports_the_axis_without_metadata),
+        cmocka_unit_test(test_already_stateful_model_carries_the_axis_in_its_metadata),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
