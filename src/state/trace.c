@@ -799,6 +799,17 @@ static const char *const same_shape_ops[] = {
 };
 static const char *const broadcast_ops[] = { "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
                                              "Sum", "Mean", "Where", NULL };
+/* Ops on [N, C, spatial...] whose output keeps input 0's rank and batch N
+ * (axis 0); the other axes change. */
+static const char *const batch_keeping_ops[] = { "Conv", "ConvTranspose", "ConvInteger",
+                                                 "MaxPool", "AveragePool", "LpPool",
+                                                 "GlobalAveragePool", "GlobalMaxPool",
+                                                 "GlobalLpPool", NULL };
+/* Ops that reduce the axes in their "axes" attribute or input 1 (all of them
+ * when absent), keeping them as 1 unless keepdims is 0. */
+static const char *const reduce_ops[] = { "ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum",
+                                          "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+                                          "ReduceLogSumExp", "ReduceSumSquare", NULL };
 
 typedef struct shape_query {
     bool cut; /* an answer was cut short by MAX_TRACE_DEPTH */
@@ -878,7 +889,7 @@ static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
     if (recurrent_op_of(p))
         return slot == 0 ? 4 : 3;
     if (op_in(p, same_shape_ops) || op_is(p, "Transpose") || op_is(p, "Concat") ||
-        op_is(p, "Slice"))
+        op_is(p, "Slice") || op_in(p, batch_keeping_ops))
         return infer_rank(q, o, in0, depth + 1);
     if (op_is(p, "MatMul") || op_in(p, broadcast_ops))
         return rank_of_broadcast(q, o, p, depth);
@@ -886,7 +897,13 @@ static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
         return 2;
     int64_t *vals = NULL, rank = -1;
     size_t n = 0;
-    if ((op_is(p, "Squeeze") || op_is(p, "Unsqueeze")) && int_list(o, p, "axes", 1, &vals, &n)) {
+    if (op_in(p, reduce_ops) && node_attr_int(p, "keepdims", 1) != 0) {
+        rank = infer_rank(q, o, in0, depth + 1);
+    } else if (op_in(p, reduce_ops) && int_list(o, p, "axes", 1, &vals, &n)) {
+        int64_t r = infer_rank(q, o, in0, depth + 1);
+        rank = r >= (int64_t)n ? r - (int64_t)n : -1;
+    } else if ((op_is(p, "Squeeze") || op_is(p, "Unsqueeze")) &&
+               int_list(o, p, "axes", 1, &vals, &n)) {
         int64_t r = infer_rank(q, o, in0, depth + 1);
         if (r >= 0)
             rank = op_is(p, "Squeeze") ? r - (int64_t)n : r + (int64_t)n;
@@ -955,6 +972,35 @@ static bool through_squeeze(shape_query *q, const scope *s, const Onnx__NodeProt
         for (size_t k = 0; k < n; k++)
             squeezed |= (axes[k] < 0 ? axes[k] + r : axes[k]) == i;
         if (!squeezed && ++kept == axis)
+            in_axis = i;
+    }
+    free(axes);
+    return in_axis < 0 || infer_dim_at(q, s, in0, in_axis, depth + 1, out);
+}
+
+/* A reduction: a kept axis is the input's (keepdims) or the axis-th input
+ * axis not reduced (keepdims 0); a reduced axis is 1 or gone. */
+static bool through_reduce(shape_query *q, const scope *s, const Onnx__NodeProto *p,
+                           int64_t axis, int depth, dim_info *out)
+{
+    const char *in0 = str_or_empty(p->input[0]);
+    int64_t *axes = NULL;
+    size_t n = 0;
+    int64_t r = infer_rank(q, s, in0, depth + 1);
+    if (r < 0 || !int_list(s, p, "axes", 1, &axes, &n))
+        return true; /* unknown rank, or every axis reduced */
+    bool keep = node_attr_int(p, "keepdims", 1) != 0;
+    int64_t kept = -1, in_axis = -1;
+    for (int64_t i = 0; i < r && in_axis < 0; i++) {
+        bool reduced = false;
+        for (size_t k = 0; k < n; k++)
+            reduced |= (axes[k] < 0 ? axes[k] + r : axes[k]) == i;
+        if (keep && i == axis && reduced) {
+            out->known = true;
+            out->value = 1;
+            break;
+        }
+        if (keep ? i == axis : !reduced && ++kept == axis)
             in_axis = i;
     }
     free(axes);
@@ -1034,23 +1080,42 @@ static bool through_recurrent(shape_query *q, const scope *s, const Onnx__NodePr
     return x_axis < 0 || infer_dim_at(q, s, x, x_axis, depth + 1, out);
 }
 
-/* For a broadcasting op, follow the one operand that is not a constant. */
+/* For a broadcasting op: an operand of the output's rank whose dimension is
+ * a name or larger than 1 gives the output's (the others are equal or 1);
+ * one where every operand has 1 is 1. Constants count like the others. */
 static bool through_broadcast(shape_query *q, const scope *s, const Onnx__NodeProto *p,
                               int64_t axis, int depth, dim_info *out)
 {
-    const char *variable = NULL;
+    int64_t out_rank = rank_of_broadcast(q, s, p, depth);
+    if (out_rank < 0)
+        return true;
+    size_t ones = 0, operands = 0;
     for (size_t i = 0; i < p->n_input; i++) {
         const char *in = str_or_empty(p->input[i]);
-        if (constant_tensor(s, in))
+        int64_t r = infer_rank(q, s, in, depth + 1);
+        int64_t in_axis = axis - (out_rank - r);
+        operands++;
+        if (r < 0)
+            return true;
+        if (in_axis < 0) { /* the operand is broadcast along this axis */
+            ones++;
             continue;
-        if (variable)
-            return true; /* two data operands: broadcasting could change the dim */
-        variable = in;
+        }
+        dim_info d = { 0 };
+        if (!infer_dim_at(q, s, in, in_axis, depth + 1, &d))
+            return false;
+        if (d.known && (d.param || d.value != 1)) {
+            *out = d;
+            return true;
+        }
+        ones += d.known;
+        dim_info_clear(&d);
     }
-    int64_t out_rank = rank_of_broadcast(q, s, p, depth);
-    if (!variable || out_rank < 0 || infer_rank(q, s, variable, depth + 1) != out_rank)
-        return true;
-    return infer_dim_at(q, s, variable, axis, depth + 1, out);
+    if (operands && ones == operands) {
+        out->known = true;
+        out->value = 1;
+    }
+    return true;
 }
 
 static bool through_matmul(shape_query *q, const scope *s, const Onnx__NodeProto *p,
@@ -1078,6 +1143,10 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
         return through_recurrent(q, o, p, slot, axis, depth, out);
     if (op_in(p, same_shape_ops))
         return infer_dim_at(q, o, in0, axis, depth + 1, out);
+    if (op_in(p, batch_keeping_ops))
+        return axis != 0 || infer_dim_at(q, o, in0, 0, depth + 1, out);
+    if (op_in(p, reduce_ops))
+        return through_reduce(q, o, p, axis, depth, out);
     if (op_is(p, "Squeeze"))
         return through_squeeze(q, o, p, axis, depth, out);
     if (op_is(p, "Unsqueeze"))

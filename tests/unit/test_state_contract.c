@@ -189,6 +189,33 @@ static void test_packed_cache_has_no_batch_axis(void **state)
     mb_run_free(&run);
 }
 
+/* X computed from input x [batch_size, 2, T, 5] by a gated convolution
+ * (Conv, Sigmoid, Mul), a ReduceMax and a Transpose: the state's batch is
+ * x's batch_size, not a name made up for it. */
+static void test_batch_is_named_after_x_through_conv_reduce_and_gating(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "x", MB_FLOAT, "batch_size,2,T,5");
+    mb_initializer_filled(m, "conv_w", MB_FLOAT, MB_DIMS(I, 2, 1, 1), 0.1);
+    mb_node(m, "Conv", "conv", "x,conv_w", "c");
+    mb_node(m, "Sigmoid", "gate", "c", "g");
+    mb_node(m, "Mul", "gated", "c,g", "cg");
+    Onnx__NodeProto *reduce = mb_node(m, "ReduceMax", "pool_f", "cg", "r");
+    mb_attr_ints(reduce, "axes", 1, (int64_t[]){ 3 });
+    mb_attr_int(reduce, "keepdims", 0);
+    mb_attr_ints(mb_node(m, "Transpose", "time_major", "r", "X"), "perm", 3, (int64_t[]){ 2, 0, 1 });
+    mb_weights(m, MB_FLOAT, "W", "R", 1, 3, H, I, 0.1);
+    mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
+    mb_output(m, "Y", MB_FLOAT, NULL);
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+
+    assert_string_equal(pairs_with_axes(run.report),
+                        "GRU_0_initial_h->GRU_0_Y_h:1,batch_size,4:float32:1");
+    mb_run_free(&run);
+}
+
 /* ---- item 7: metadata on every model with pairs, idempotent ----------------- */
 
 static void test_already_stateful_model_is_annotated_and_a_second_run_changes_nothing(void **state)
@@ -299,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_new_pair_batch_first_has_batch_axis_0),
         cmocka_unit_test(test_stack_of_states_read_through_views_has_batch_axis_1),
         cmocka_unit_test(test_packed_cache_has_no_batch_axis),
+        cmocka_unit_test(test_batch_is_named_after_x_through_conv_reduce_and_gating),
         cmocka_unit_test(test_already_stateful_model_is_annotated_and_a_second_run_changes_nothing),
         cmocka_unit_test(test_stale_metadata_is_replaced),
         cmocka_unit_test(test_exposed_node_with_fixed_length_says_what_to_do),
