@@ -946,8 +946,8 @@ static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int
     return rank;
 }
 
-/* Squeeze and Unsqueeze: the rank of input 0 and the axes (attribute or
- * input 1), or false when either is unknown. */
+/* Squeeze, Unsqueeze and reductions: the rank of input 0 and the axes
+ * (attribute or input 1), or false when either is unknown. */
 static bool rank_and_axes(shape_query *q, const scope *s, const Onnx__NodeProto *p, int depth,
                           int64_t *rank, int64_t **axes, size_t *n)
 {
@@ -957,50 +957,29 @@ static bool rank_and_axes(shape_query *q, const scope *s, const Onnx__NodeProto 
     return *rank >= 0 && int_list(s, p, "axes", 1, axes, n);
 }
 
-/* Squeeze: output axis `axis` is the axis-th input axis not squeezed. */
-static bool through_squeeze(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                            int64_t axis, int depth, dim_info *out)
+/* Squeeze and reductions: output axis `axis` is the axis-th input axis not
+ * in the node's axes, or with `keep` (a reduction's keepdims) the input's
+ * same axis, 1 where it is reduced. No axes: unknown here (Squeeze removes
+ * every 1, a reduction every axis). */
+static bool through_removed_axes(shape_query *q, const scope *s, const Onnx__NodeProto *p,
+                                 bool keep, int64_t axis, int depth, dim_info *out)
 {
     const char *in0 = str_or_empty(p->input[0]);
     int64_t *axes, r;
     size_t n;
     if (!rank_and_axes(q, s, p, depth, &r, &axes, &n))
-        return true; /* unknown */
+        return true;
     int64_t kept = -1, in_axis = -1;
     for (int64_t i = 0; i < r && in_axis < 0; i++) {
-        bool squeezed = false;
+        bool removed = false;
         for (size_t k = 0; k < n; k++)
-            squeezed |= (axes[k] < 0 ? axes[k] + r : axes[k]) == i;
-        if (!squeezed && ++kept == axis)
-            in_axis = i;
-    }
-    free(axes);
-    return in_axis < 0 || infer_dim_at(q, s, in0, in_axis, depth + 1, out);
-}
-
-/* A reduction: a kept axis is the input's (keepdims) or the axis-th input
- * axis not reduced (keepdims 0); a reduced axis is 1 or gone. */
-static bool through_reduce(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                           int64_t axis, int depth, dim_info *out)
-{
-    const char *in0 = str_or_empty(p->input[0]);
-    int64_t *axes = NULL;
-    size_t n = 0;
-    int64_t r = infer_rank(q, s, in0, depth + 1);
-    if (r < 0 || !int_list(s, p, "axes", 1, &axes, &n))
-        return true; /* unknown rank, or every axis reduced */
-    bool keep = node_attr_int(p, "keepdims", 1) != 0;
-    int64_t kept = -1, in_axis = -1;
-    for (int64_t i = 0; i < r && in_axis < 0; i++) {
-        bool reduced = false;
-        for (size_t k = 0; k < n; k++)
-            reduced |= (axes[k] < 0 ? axes[k] + r : axes[k]) == i;
-        if (keep && i == axis && reduced) {
+            removed |= (axes[k] < 0 ? axes[k] + r : axes[k]) == i;
+        if (keep && i == axis && removed) {
             out->known = true;
             out->value = 1;
             break;
         }
-        if (keep ? i == axis : !reduced && ++kept == axis)
+        if (keep ? i == axis : !removed && ++kept == axis)
             in_axis = i;
     }
     free(axes);
@@ -1146,9 +1125,10 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
     if (op_in(p, batch_keeping_ops))
         return axis != 0 || infer_dim_at(q, o, in0, 0, depth + 1, out);
     if (op_in(p, reduce_ops))
-        return through_reduce(q, o, p, axis, depth, out);
+        return through_removed_axes(q, o, p, node_attr_int(p, "keepdims", 1) != 0, axis, depth,
+                                    out);
     if (op_is(p, "Squeeze"))
-        return through_squeeze(q, o, p, axis, depth, out);
+        return through_removed_axes(q, o, p, false, axis, depth, out);
     if (op_is(p, "Unsqueeze"))
         return through_unsqueeze(q, o, p, axis, depth, out);
     if (op_is(p, "Transpose"))

@@ -82,22 +82,14 @@ function fixedTimeDimProblems(session, label, inputSpecs, ranges) {
 }
 
 async function main(argv) {
-  let args;
-  try {
-    args = lib.parseArgs(argv, {
-      original: 'string', rewritten: 'string', stripped: 'string', report: 'string', manifest: 'string',
-      entry: 'string', atol: 'string', rtol: 'string', seed: 'string', chunks: 'string', help: 'boolean',
-      'state-inputs': 'string',
-    });
-  } catch (e) {
-    throw new UsageError(e.message);
-  }
+  const args = lib.parseCheckArgs(argv, {
+    original: 'string', rewritten: 'string', stripped: 'string', report: 'string', manifest: 'string',
+    entry: 'string', atol: 'string', rtol: 'string', seed: 'string', chunks: 'string',
+    'state-inputs': 'string',
+  }, ['original', 'rewritten', 'report', 'manifest', 'entry']);
   if (args.help) {
     console.log(USAGE);
     return 0;
-  }
-  for (const k of ['original', 'rewritten', 'report', 'manifest', 'entry']) {
-    if (!args[k]) throw new UsageError(`--${k} is required`);
   }
   // a manifest entry may loosen atol (quantized or float16 models are not
   // bit-exact across chunks); the command line overrides it
@@ -110,10 +102,7 @@ async function main(argv) {
   if (args.atol === undefined && entry.atol !== undefined) tol.atol = Number(entry.atol);
   const inputSpecs = namedList(entry.inputs);
   const outputTimeAxis = new Map(namedList(entry.outputs).map((o) => [o.name, o.time_axis ?? null]));
-  const report = readJson(args.report, 'report');
-  const rmodel = report.models && report.models[0];
-  if (!rmodel) throw new UsageError(`${args.report}: no models[0] in the report`);
-  if (rmodel.status === 'error') throw new UsageError(`${args.report}: the rewriter reported an error: ${rmodel.error}`);
+  const rmodel = lib.readReportModel(args.report);
   const pairs = rmodel.state || [];
   const streamable = entry.streamable === true;
   const mode = args['state-inputs'] ?? 'optional';

@@ -279,6 +279,15 @@ function readJson(file, what) {
   }
 }
 
+// The first model of a --json report (the one a check script is about).
+function readReportModel(file) {
+  const report = readJson(file, 'report');
+  const rmodel = report.models && report.models[0];
+  if (!rmodel) throw new UsageError(`${file}: no models[0] in the report`);
+  if (rmodel.status === 'error') throw new UsageError(`${file}: the rewriter reported an error: ${rmodel.error}`);
+  return rmodel;
+}
+
 // The manifest lists inputs/outputs as { name: {...} } objects (what
 // models/export_torch_models.py writes); a list of { name, ... } is accepted
 // too. Returns an array of { name, ...spec }.
@@ -383,10 +392,27 @@ function parseArgs(argv, spec) {
   return out;
 }
 
+// parseArgs for a check script: a bad command line is a UsageError, and
+// every name in `required` must be given (unless --help is).
+function parseCheckArgs(argv, spec, required) {
+  let args;
+  try {
+    args = parseArgs(argv, { ...spec, help: 'boolean' });
+  } catch (e) {
+    throw new UsageError(e.message);
+  }
+  for (const k of args.help ? [] : required) {
+    if (!args[k]) throw new UsageError(`--${k} is required`);
+  }
+  return args;
+}
+
 module.exports = {
+  parseCheckArgs,
   UsageError,
   Checks,
   readJson,
+  readReportModel,
   namedList,
   findEntry,
   makeInputs,

@@ -252,28 +252,17 @@ async function checkFrames(ctx, sessR, pairs, seed, calls) {
 }
 
 async function main(argv) {
-  let args;
-  try {
-    args = lib.parseArgs(argv, {
-      original: 'string', rewritten: 'string', report: 'string', manifest: 'string', entry: 'string',
-      seed: 'string', chunks: 'string', converted: 'boolean', help: 'boolean',
-    });
-  } catch (e) {
-    throw new UsageError(e.message);
-  }
+  const args = lib.parseCheckArgs(argv, {
+    original: 'string', rewritten: 'string', report: 'string', manifest: 'string', entry: 'string',
+    seed: 'string', chunks: 'string', converted: 'boolean',
+  }, ['original', 'rewritten', 'report', 'manifest', 'entry']);
   if (args.help) {
     console.log(USAGE);
     return 0;
   }
-  for (const k of ['original', 'rewritten', 'report', 'manifest', 'entry']) {
-    if (!args[k]) throw new UsageError(`--${k} is required`);
-  }
   const manifest = readJson(args.manifest, 'manifest');
   const entry = findEntry(manifest, args.entry);
-  const report = readJson(args.report, 'report');
-  const rmodel = report.models && report.models[0];
-  if (!rmodel) throw new UsageError(`${args.report}: no models[0] in the report`);
-  if (rmodel.status === 'error') throw new UsageError(`${args.report}: the rewriter reported an error: ${rmodel.error}`);
+  const rmodel = lib.readReportModel(args.report);
   const pairs = rmodel.state || [];
   const seed = Number(args.seed ?? 1234) >>> 0;
   const calls = Number(args.chunks ?? entry.chunks ?? manifest.chunks ?? 3);

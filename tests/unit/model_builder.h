@@ -244,6 +244,9 @@ const rnnstate_node_report *mb_report_node(const rnnstate_report *r, const char 
 const rnnstate_state_pair *mb_report_pair(const rnnstate_report *r, const char *input);
 /* A pair's shape as "1,batch,4". */
 const char *mb_pair_shape_str(const rnnstate_state_pair *p);
+/* Every pair of the report, "input->output:shape:dtype:batch_axis", joined
+ * with commas in report order. */
+const char *mb_pairs_str(const rnnstate_report *r);
 /* Joined string lists ("a,b"). */
 const char *mb_join(size_t n, const char *const *items);
 /* True when one of the strings contains `needle`. */

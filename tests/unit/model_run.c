@@ -472,6 +472,17 @@ const char *mb_pair_shape_str(const rnnstate_state_pair *p)
     return b;
 }
 
+const char *mb_pairs_str(const rnnstate_report *r)
+{
+    char *b = ring_next();
+    for (size_t i = 0; i < r->n_pairs; i++) {
+        const rnnstate_state_pair *p = &r->pairs[i];
+        ring_add(b, "%s%s->%s:%s:%s:%d", i ? "," : "", p->input, p->output,
+                 mb_pair_shape_str(p), p->dtype, p->batch_axis);
+    }
+    return b;
+}
+
 const char *mb_join(size_t n, const char *const *items)
 {
     char *b = ring_next();

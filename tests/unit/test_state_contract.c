@@ -19,21 +19,6 @@
 #define H 4 /* hidden_size */
 #define I 3 /* input size of X */
 
-/* Every pair of the report, "input->output:shape:dtype:batch_axis". */
-static const char *pairs_with_axes(const rnnstate_report *r)
-{
-    static char buf[1024];
-    size_t len = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < r->n_pairs && len < sizeof buf; i++) {
-        const rnnstate_state_pair *p = &r->pairs[i];
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s->%s:%s:%s:%d", i ? "," : "",
-                                p->input, p->output, mb_pair_shape_str(p), p->dtype,
-                                p->batch_axis);
-    }
-    return buf;
-}
-
 static const char *metadata_state(const Onnx__ModelProto *m)
 {
     for (size_t i = 0; i < m->n_metadata_props; i++)
@@ -113,7 +98,7 @@ static void test_new_pair_in_layout_0_has_batch_axis_1(void **state)
     mb_run run;
     mb_rewrite(m, NULL, &run);
 
-    assert_string_equal(pairs_with_axes(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,batch,4:float32:1");
+    assert_string_equal(mb_pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,batch,4:float32:1");
     assert_string_equal(metadata_state(run.model),
                         "[{\"input\": \"GRU_0_initial_h\", \"output\": \"GRU_0_Y_h\", \"shape\": "
                         "[1, \"batch\", 4], \"dtype\": \"float32\", \"batch_axis\": 1, "
@@ -132,7 +117,7 @@ static void test_new_pair_batch_first_has_batch_axis_0(void **state)
     mb_run run;
     mb_rewrite(m, NULL, &run);
 
-    assert_string_equal(pairs_with_axes(run.report), "GRU_0_initial_h->GRU_0_Y_h:batch,1,4:float32:0");
+    assert_string_equal(mb_pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:batch,1,4:float32:0");
     mb_run_free(&run);
 }
 
@@ -159,7 +144,7 @@ static void test_stack_of_states_read_through_views_has_batch_axis_1(void **stat
     mb_run run;
     mb_rewrite(m, NULL, &run);
 
-    assert_string_equal(pairs_with_axes(run.report), "h->hn:2,1,4:float32:1");
+    assert_string_equal(mb_pairs_str(run.report), "h->hn:2,1,4:float32:1");
     mb_run_free(&run);
 }
 
@@ -184,7 +169,7 @@ static void test_packed_cache_has_no_batch_axis(void **state)
     mb_run run;
     mb_rewrite(m, NULL, &run);
 
-    assert_string_equal(pairs_with_axes(run.report), "cache->cache_out:1,1,4,1:float32:-1");
+    assert_string_equal(mb_pairs_str(run.report), "cache->cache_out:1,1,4,1:float32:-1");
     assert_non_null(strstr(metadata_state(run.model), "\"batch_axis\": null"));
     mb_run_free(&run);
 }
@@ -211,7 +196,7 @@ static void test_batch_is_named_after_x_through_conv_reduce_and_gating(void **st
     mb_run run;
     mb_rewrite(m, NULL, &run);
 
-    assert_string_equal(pairs_with_axes(run.report),
+    assert_string_equal(mb_pairs_str(run.report),
                         "GRU_0_initial_h->GRU_0_Y_h:1,batch_size,4:float32:1");
     mb_run_free(&run);
 }
@@ -227,7 +212,7 @@ static void test_already_stateful_model_is_annotated_and_a_second_run_changes_no
     assert_false(run.report->changed);
     assert_true(run.report->annotated);
     assert_int_equal(mb_report_node(run.report, "gru")->status, RNNSTATE_NODE_ALREADY_EXPOSED);
-    assert_string_equal(pairs_with_axes(run.report), "h0->hn:1,batch,4:float32:1");
+    assert_string_equal(mb_pairs_str(run.report), "h0->hn:1,batch,4:float32:1");
     assert_string_equal(metadata_state(run.model),
                         "[{\"input\": \"h0\", \"output\": \"hn\", \"shape\": [1, \"batch\", 4], "
                         "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]");

@@ -18,20 +18,6 @@
 #define H 4 /* hidden_size */
 #define I 3 /* input size of X */
 
-/* Every pair of the report, "input->output:shape:dtype", in report order. */
-static const char *pairs_str(const rnnstate_report *r)
-{
-    static char buf[1024];
-    size_t len = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < r->n_pairs && len < sizeof buf; i++) {
-        const rnnstate_state_pair *p = &r->pairs[i];
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s->%s:%s:%s", i ? "," : "",
-                                p->input, p->output, mb_pair_shape_str(p), p->dtype);
-    }
-    return buf;
-}
-
 static void expect_node(const rnnstate_report *r, const char *name, rnnstate_node_status status,
                         const char *reason)
 {
@@ -42,6 +28,17 @@ static void expect_node(const rnnstate_report *r, const char *name, rnnstate_nod
         assert_string_equal(n->reason, reason);
     else
         assert_null(n->reason);
+}
+
+/* Rewrites `m` and expects node `name` updated with exactly `pairs`
+ * (mb_pairs_str's format). */
+static void expect_updated(Onnx__ModelProto *m, const char *name, const char *pairs)
+{
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+    expect_node(run.report, name, RNNSTATE_NODE_UPDATED, NULL);
+    assert_string_equal(mb_pairs_str(run.report), pairs);
+    mb_run_free(&run);
 }
 
 /* Unsqueeze(value, [0]) -> out, with the axes as an initializer. */
@@ -91,9 +88,9 @@ static void test_paddle_style_computed_weights_are_typed_from_their_initializers
     mb_rewrite(m, NULL, &run);
 
     expect_node(run.report, "lstm", RNNSTATE_NODE_UPDATED, NULL);
-    assert_string_equal(pairs_str(run.report),
-                        "LSTM_0_initial_h->LSTM_0_Y_h:1,batch,4:float32,"
-                        "LSTM_0_initial_c->LSTM_0_Y_c:1,batch,4:float32");
+    assert_string_equal(mb_pairs_str(run.report),
+                        "LSTM_0_initial_h->LSTM_0_Y_h:1,batch,4:float32:1,"
+                        "LSTM_0_initial_c->LSTM_0_Y_c:1,batch,4:float32:1");
     assert_int_equal(mb_elem_type(mb_find_input(run.g, "LSTM_0_initial_h")), MB_FLOAT);
     assert_int_equal(mb_elem_type(mb_find_output(run.g, "LSTM_0_Y_c")), MB_FLOAT);
     mb_run_free(&run);
@@ -116,7 +113,7 @@ static void test_cast_sets_the_state_type(void **state)
     mb_rewrite(m, NULL, &run);
 
     expect_node(run.report, "gru", RNNSTATE_NODE_UPDATED, NULL);
-    assert_string_equal(pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,batch,4:float64");
+    assert_string_equal(mb_pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,batch,4:float64:1");
     assert_int_equal(mb_elem_type(mb_find_input(run.g, "GRU_0_initial_h")), MB_DOUBLE);
     assert_int_equal(mb_find_initializer(run.g, "GRU_0_initial_h")->data_type, MB_DOUBLE);
     mb_run_free(&run);
@@ -135,13 +132,8 @@ static void test_recurrent_node_takes_the_type_r_declares(void **state)
     mb_initializer_filled(m, "R", MB_FLOAT16, MB_DIMS(1, H, H), 0.1);
     mb_recurrent(m, "RNN", "rnn", H, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT16, NULL);
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-
-    expect_node(run.report, "rnn", RNNSTATE_NODE_UPDATED, NULL);
     /* nothing says the batch of X either: it gets a name of its own */
-    assert_string_equal(pairs_str(run.report), "RNN_0_initial_h->RNN_0_Y_h:1,RNN_0_batch,4:float16");
-    mb_run_free(&run);
+    expect_updated(m, "rnn", "RNN_0_initial_h->RNN_0_Y_h:1,RNN_0_batch,4:float16:1");
 }
 
 /* A GRU in an If branch reads W and R computed in the main graph (outer
@@ -172,7 +164,7 @@ static void test_outer_scope_values_are_typed_inside_a_branch(void **state)
 
     expect_node(run.report, "gru", RNNSTATE_NODE_UPDATED, NULL);
     assert_string_equal(mb_report_node(run.report, "gru")->graph, "main/if.then_branch");
-    assert_string_equal(pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32");
+    assert_string_equal(mb_pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
     mb_run_free(&run);
 }
 
@@ -197,12 +189,7 @@ static void test_if_output_takes_its_branch_type(void **state)
     mb_node(m, "Mystery", "make_r", "r_src", "R")->domain = strdup("com.example");
     mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT, NULL);
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-
-    expect_node(run.report, "gru", RNNSTATE_NODE_UPDATED, NULL);
-    assert_string_equal(pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32");
-    mb_run_free(&run);
+    expect_updated(m, "gru", "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
 }
 
 /* Nothing fixes the type: the reason names the value where inference
@@ -275,12 +262,7 @@ static void test_long_chain_is_typed_in_one_pass(void **state)
     }
     mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT, NULL);
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-
-    expect_node(run.report, "gru", RNNSTATE_NODE_UPDATED, NULL);
-    assert_string_equal(pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32");
-    mb_run_free(&run);
+    expect_updated(m, "gru", "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
 }
 
 int main(void)
