@@ -17,6 +17,8 @@
  *   pass.c      pass_state(): plan, apply, settle the report
  *   plan.c      phase 1: one node_plan per recurrent node
  *   trace.c     read-only tracing: state sources and sinks, shapes
+ *   types.c     element types, inferred where the model declares none
+ *   contract.c  what a state pair promises, checked before a node is exposed
  *   defaults.c  new state inputs and their default values
  *   inputs.c    phase 2, input side
  *   outputs.c   phase 2, output side, threading final states out of If branches
