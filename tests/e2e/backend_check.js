@@ -24,10 +24,11 @@ const fs = require('fs');
 const path = require('path');
 const lib = require('./lib');
 
+const { UsageError } = lib;
+
 const USAGE = 'usage: node backend_check.js --original O.onnx --rewritten R.onnx --data DIR [--atol 1e-5] [--rtol 1e-4]';
 const EXIT_SKIP = 77;
 
-class UsageError extends Error {}
 
 // Files named PREFIX_N.pb in `dir`, ordered by N.
 function numberedPb(dir, prefix) {
@@ -40,17 +41,12 @@ function numberedPb(dir, prefix) {
 }
 
 async function main(argv) {
-  let args;
-  try {
-    args = lib.parseArgs(argv, { original: 'string', rewritten: 'string', data: 'string', atol: 'string', rtol: 'string', help: 'boolean' });
-  } catch (e) {
-    throw new UsageError(e.message);
-  }
+  const args = lib.parseCheckArgs(argv, { original: 'string', rewritten: 'string', data: 'string', atol: 'string', rtol: 'string' },
+    ['original', 'rewritten', 'data']);
   if (args.help) {
     console.log(USAGE);
     return 0;
   }
-  for (const k of ['original', 'rewritten', 'data']) if (!args[k]) throw new UsageError(`--${k} is required`);
   const tol = { atol: Number(args.atol ?? 1e-5), rtol: Number(args.rtol ?? 1e-4) };
   if (!fs.existsSync(args.data)) throw new UsageError(`no data directory ${args.data}`);
   const sets = fs.readdirSync(args.data).filter((d) => /^test_data_set_\d+$/.test(d)).sort()
@@ -153,14 +149,4 @@ function oneLine(msg) {
   return String(msg).replace(/\s+/g, ' ').trim();
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e) => {
-    if (e instanceof UsageError) {
-      console.error(`backend_check: ${e.message}\n${USAGE}`);
-      process.exit(2);
-    }
-    console.error(`backend_check: FAIL: ${e.message}`);
-    process.exit(1);
-  },
-);
+lib.runScript('backend_check', USAGE, main);

@@ -317,14 +317,4 @@ async function checkStreaming(ctx) {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e) => {
-    if (e instanceof UsageError) {
-      console.error(`check_model: ${e.message}\n${USAGE}`);
-      process.exit(2);
-    }
-    console.error(`check_model: FAIL: ${e.message}`);
-    process.exit(1);
-  },
-);
+lib.runScript('check_model', USAGE, main);

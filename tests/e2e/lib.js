@@ -407,7 +407,25 @@ function parseCheckArgs(argv, spec, required) {
   return args;
 }
 
+// Runs a check script's async main(argv) and exits with its status: 2 and
+// the usage for a UsageError, 1 for any other error.
+function runScript(name, usage, main) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      if (e instanceof UsageError) {
+        console.error(`${name}: ${e.message}\n${usage}`);
+        process.exit(2);
+      }
+      console.error(`${name}: FAIL: ${e.message}`);
+      process.exit(1);
+    },
+  );
+}
+
 module.exports = {
+  boundDims: state.boundDims,
+  runScript,
   parseCheckArgs,
   UsageError,
   Checks,

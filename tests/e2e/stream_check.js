@@ -43,7 +43,7 @@
 
 const lib = require('./lib');
 
-const { UsageError, Checks, readJson, namedList, findEntry, makeInputs } = lib;
+const { Checks, readJson, namedList, findEntry, makeInputs } = lib;
 
 const USAGE = 'usage: node stream_check.js --original O.onnx --rewritten R.onnx --report report.json '
   + '--manifest manifest.json --entry FILE_NAME [--seed N] [--chunks N] [--converted]';
@@ -95,14 +95,7 @@ function checkContract(pairs, infoR, checks) {
 // The pair's shape for these feeds: symbolic names bound through R's
 // declared inputs, null where nothing binds them.
 function pairDims(pair, declared, feeds) {
-  const bound = new Map();
-  for (const d of declared) {
-    const fed = feeds[d.name];
-    if (!fed || !d.shape) continue;
-    d.shape.forEach((dim, i) => {
-      if (typeof dim === 'string' && i < fed.dims.length && !bound.has(dim)) bound.set(dim, fed.dims[i]);
-    });
-  }
+  const bound = lib.boundDims(declared, feeds);
   return pair.shape.map((d) => (typeof d === 'number' ? d : bound.get(d) ?? null));
 }
 
@@ -308,14 +301,4 @@ async function main(argv) {
   return checks.failed ? 1 : 0;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e) => {
-    if (e instanceof UsageError) {
-      console.error(`stream_check: ${e.message}\n${USAGE}`);
-      process.exit(2);
-    }
-    console.error(`stream_check: FAIL: ${e.message}`);
-    process.exit(1);
-  },
-);
+lib.runScript('stream_check', USAGE, main);

@@ -93,4 +93,4 @@ function resolveStateShape(pair, declaredInputs, feeds, times) {
   });
 }
 
-module.exports = { STATE_KEY, TIME_KEY, statePairs, timeAxes, resolveStateShape };
+module.exports = { STATE_KEY, TIME_KEY, statePairs, timeAxes, boundDims, resolveStateShape };
