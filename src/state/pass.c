@@ -163,13 +163,6 @@ static rnnstate_status assemble_groups(rewrite_ctx *ctx, const plan_list *plans,
 
 static rnnstate_status apply_plan(rewrite_ctx *ctx, node_plan *p, pending_slots *pending)
 {
-    char buf[32];
-    const char *direction = node_attr_string(p->rs.node, "direction", buf, sizeof buf);
-    if (p->rs.directions == 2 || (direction && !strcmp(direction, "reverse")))
-        report_node_warn(&ctx->report, p->report_node,
-                         "%s direction: running it in chunks is not equivalent to running the "
-                         "whole sequence",
-                         p->rs.directions == 2 ? "bidirectional, the backward" : "reverse");
     rnnstate_status st = RNNSTATE_OK;
     for (int s = 0; st == RNNSTATE_OK && s < p->rs.op->n_slots; s++) {
         if (slot_half_stateful(&p->slots[s]))
@@ -180,9 +173,28 @@ static rnnstate_status apply_plan(rewrite_ctx *ctx, node_plan *p, pending_slots 
     return st;
 }
 
-/* A node is "updated" when the pass added an input or output for it. Only
- * such a node gets the fixed-sequence-length warning: a caller streaming it
- * must then cut chunks of exactly that length. */
+/* What a caller streaming an exposed node must know: chunks of exactly its
+ * fixed sequence length, and that a backward direction does not stream. A
+ * node the pass leaves as it was gets neither: nothing changed for it. */
+static void warn_exposed(rewrite_ctx *ctx, const node_plan *p)
+{
+    const rnnstate_node_report *nr = &ctx->report.report->nodes[p->report_node];
+    if (nr->fixed_sequence_length >= 0)
+        report_node_warn(&ctx->report, p->report_node,
+                         "the sequence length is fixed at %lld: chunks must then have exactly "
+                         "%lld steps; re-export with a dynamic time axis to stream shorter chunks",
+                         (long long)nr->fixed_sequence_length,
+                         (long long)nr->fixed_sequence_length);
+    char buf[32];
+    const char *direction = node_attr_string(p->rs.node, "direction", buf, sizeof buf);
+    if (p->rs.directions == 2 || (direction && !strcmp(direction, "reverse")))
+        report_node_warn(&ctx->report, p->report_node,
+                         "%s direction: running it in chunks is not equivalent to running the "
+                         "whole sequence",
+                         p->rs.directions == 2 ? "bidirectional, the backward" : "reverse");
+}
+
+/* A node is "updated" when the pass added an input or output for it. */
 static void settle_statuses(rewrite_ctx *ctx, const plan_list *plans)
 {
     for (size_t i = 0; i < plans->n; i++) {
@@ -191,13 +203,7 @@ static void settle_statuses(rewrite_ctx *ctx, const plan_list *plans)
         if (plans->plans[i].skipped || (!nr->n_inputs_added && !nr->n_outputs_added))
             continue;
         report_node_set_status(&ctx->report, node, RNNSTATE_NODE_UPDATED);
-        if (nr->fixed_sequence_length >= 0)
-            report_node_warn(&ctx->report, node,
-                             "the sequence length is fixed at %lld: chunks must then have exactly "
-                             "%lld steps; re-export with a dynamic time axis to stream shorter "
-                             "chunks",
-                             (long long)nr->fixed_sequence_length,
-                             (long long)nr->fixed_sequence_length);
+        warn_exposed(ctx, &plans->plans[i]);
     }
 }
 

@@ -287,8 +287,22 @@ static void test_untouched_nodes_with_fixed_length_are_not_warned(void **state)
     assert_int_equal(n->n_warnings, 0);
     mb_run_free(&run);
 
-    /* skipped: its initial state is computed from data */
+    /* already stateful and bidirectional: nothing about chunks either */
     Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "X", MB_FLOAT, "T,batch,3");
+    mb_input(m, "h0", MB_FLOAT, "2,batch,4");
+    mb_weights(m, MB_FLOAT, "W", "R", 2, 3, H, I, 0.1);
+    mb_recurrent(m, "GRU", "gru", H, "bidirectional", "X,W,R,,,h0", "Y,hn");
+    mb_output(m, "Y", MB_FLOAT, NULL);
+    mb_output(m, "hn", MB_FLOAT, "2,batch,4");
+    mb_rewrite(m, NULL, &run);
+    n = mb_report_node(run.report, "gru");
+    assert_int_equal(n->status, RNNSTATE_NODE_ALREADY_EXPOSED);
+    assert_int_equal(n->n_warnings, 0);
+    mb_run_free(&run);
+
+    /* skipped: its initial state is computed from data */
+    m = mb_new(7, 14);
     mb_input(m, "X", MB_FLOAT, "7,batch,3");
     mb_input(m, "a", MB_FLOAT, "1,batch,4");
     mb_node(m, "Neg", "h_from_data", "a", "h0");
