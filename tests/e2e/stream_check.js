@@ -14,6 +14,8 @@
 //   contract   each pair's input is a graph input of R and its output a graph
 //              output; the input and output are declared with the pair's
 //              element type, and with shapes that agree with the pair's.
+//   metadata   R's rnnstate.state metadata lists exactly the report's pairs
+//              (without "added"), when there are any.
 //   calls      three calls of R (--chunks), each pair's input fed with the
 //              previous call's output (the first call: the manifest's value
 //              for an input it lists, else zeros of the pair's shape). Every
@@ -90,6 +92,25 @@ function checkContract(pairs, infoR, checks) {
     if (problems.length) checks.fail(label, problems.join('; '));
     else checks.pass(label, `${p.dtype} ${fmtShape(p.shape)}`);
   }
+}
+
+// Every model with pairs carries them in its metadata, as the report has them.
+function checkMetadata(pairs, infoR, checks) {
+  const text = infoR.metadata['rnnstate.state'];
+  if (!pairs.length) {
+    if (text === undefined) checks.pass('metadata: none for a model without pairs');
+    else checks.fail('metadata: none for a model without pairs', `rnnstate.state is ${text}`);
+    return;
+  }
+  const want = JSON.stringify(pairs.map(({ added, ...p }) => p));
+  let got;
+  try {
+    got = JSON.stringify(JSON.parse(text ?? 'null'));
+  } catch (e) {
+    got = `unparsable: ${e.message}`;
+  }
+  if (got === want) checks.pass('metadata: rnnstate.state lists the report\'s pairs', `${pairs.length} pair(s)`);
+  else checks.fail('metadata: rnnstate.state lists the report\'s pairs', `metadata ${got}, report ${want}`);
 }
 
 // The pair's shape for these feeds: symbolic names bound through R's
@@ -274,6 +295,7 @@ async function main(argv) {
   const infoR = lib.readModelInfo(args.rewritten);
   const infoO = lib.readModelInfo(args.original);
   checkContract(pairs, infoR, checks);
+  checkMetadata(pairs, infoR, checks);
   if (entry.ort === false && !args.converted) {
     console.log(`stream_check: ${checks.passed} passed, ${checks.failed} failed; `
       + 'calls skipped: ONNX Runtime cannot run this model (manifest: "ort": false)');
