@@ -161,14 +161,17 @@ static int32_t recurrent_type(const elem_types *et, const scope *s, const Onnx__
     return t;
 }
 
+/* A Constant's type: its tensor's, or the kind of its value_* attribute. */
 static int32_t constant_type(const Onnx__NodeProto *node)
 {
     for (size_t i = 0; i < node->n_attribute; i++) {
-        const char *name = str_or_empty(node->attribute[i]->name);
-        if (!strcmp(name, "value") || !strcmp(name, "sparse_value"))
-            return node->attribute[i]->t ? node->attribute[i]->t->data_type
-                   : node->attribute[i]->sparse_tensor && node->attribute[i]->sparse_tensor->values
-                       ? node->attribute[i]->sparse_tensor->values->data_type
+        const Onnx__AttributeProto *a = node->attribute[i];
+        const char *name = str_or_empty(a->name);
+        if (!strcmp(name, "value"))
+            return a->t ? a->t->data_type : 0;
+        if (!strcmp(name, "sparse_value"))
+            return a->sparse_tensor && a->sparse_tensor->values
+                       ? a->sparse_tensor->values->data_type
                        : 0;
         if (!strcmp(name, "value_float") || !strcmp(name, "value_floats"))
             return T_FLOAT;

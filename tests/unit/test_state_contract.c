@@ -189,7 +189,8 @@ static void test_batch_is_named_after_x_through_conv_reduce_and_gating(void **st
     Onnx__NodeProto *reduce = mb_node(m, "ReduceMax", "pool_f", "cg", "r");
     mb_attr_ints(reduce, "axes", 1, (int64_t[]){ 3 });
     mb_attr_int(reduce, "keepdims", 0);
-    mb_attr_ints(mb_node(m, "Transpose", "time_major", "r", "X"), "perm", 3, (int64_t[]){ 2, 0, 1 });
+    mb_attr_ints(mb_node(m, "Transpose", "time_major", "r", "X"), "perm", 3,
+                 (int64_t[]){ 2, 0, 1 });
     mb_weights(m, MB_FLOAT, "W", "R", 1, 3, H, I, 0.1);
     mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT, NULL);

@@ -164,7 +164,8 @@ static void test_outer_scope_values_are_typed_inside_a_branch(void **state)
 
     expect_node(run.report, "gru", RNNSTATE_NODE_UPDATED, NULL);
     assert_string_equal(mb_report_node(run.report, "gru")->graph, "main/if.then_branch");
-    assert_string_equal(mb_pairs_str(run.report), "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
+    assert_string_equal(mb_pairs_str(run.report),
+                        "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
     mb_run_free(&run);
 }
 
