@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -193,6 +194,42 @@ static void test_if_output_takes_its_branch_type(void **state)
     expect_updated(m, "gru", "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
 }
 
+static void graph_input(Onnx__GraphProto *g, const char *name, int32_t type)
+{
+    Onnx__ValueInfoProto **grown = realloc(g->input, (g->n_input + 1) * sizeof *grown);
+    assert_non_null(grown);
+    g->input = grown;
+    g->input[g->n_input++] = mb_value_info_new(name, type, NULL);
+}
+
+/* X is the carried value of a Loop whose body declares no types: it has the
+ * type of the Loop's initial value (a graph input). */
+static void test_loop_carried_value_takes_its_initial_type(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "x", MB_FLOAT, "T,1,3");
+    mb_initializer_int64(m, "trips", MB_SCALAR, (int64_t[]){ 1 });
+    mb_initializer(m, mb_tensor("go", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, MB_SCALAR,
+                                (unsigned char[]){ 1 }, 1));
+    Onnx__NodeProto *loop = mb_node(m, "Loop", "loop", "trips,go,x", "X");
+    Onnx__GraphProto *body = mb_attr_graph(loop, "body", "body");
+    graph_input(body, "i", 0);
+    graph_input(body, "cond_in", 0);
+    graph_input(body, "v_in", 0);
+    mb_graph_node(body, "Identity", "keep_going", "cond_in", "cond_out");
+    mb_graph_node(body, "Neg", "step", "v_in", "v_out");
+    mb_graph_output(body, "cond_out", 0, NULL);
+    mb_graph_output(body, "v_out", 0, NULL);
+    mb_initializer_filled(m, "w_src", MB_FLOAT, MB_DIMS(1, 3 * H, I), 0.1);
+    mb_initializer_filled(m, "r_src", MB_FLOAT, MB_DIMS(1, 3 * H, H), 0.1);
+    mb_node(m, "Mystery", "make_w", "w_src", "W")->domain = strdup("com.example");
+    mb_node(m, "Mystery", "make_r", "r_src", "R")->domain = strdup("com.example");
+    mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
+    mb_output(m, "Y", MB_FLOAT, NULL);
+    expect_updated(m, "gru", "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
+}
+
 /* Nothing fixes the type: the reason names the value where inference
  * stopped (behind a Transpose) and the node that produces it. */
 static void test_unknowable_type_skips_the_node_naming_the_value(void **state)
@@ -274,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_recurrent_node_takes_the_type_r_declares),
         cmocka_unit_test(test_outer_scope_values_are_typed_inside_a_branch),
         cmocka_unit_test(test_if_output_takes_its_branch_type),
+        cmocka_unit_test(test_loop_carried_value_takes_its_initial_type),
         cmocka_unit_test(test_unknowable_type_skips_the_node_naming_the_value),
         cmocka_unit_test(test_string_state_type_is_refused_by_name),
         cmocka_unit_test(test_long_chain_is_typed_in_one_pass),
