@@ -42,6 +42,23 @@ static void expect_updated(Onnx__ModelProto *m, const char *name, const char *pa
     mb_run_free(&run);
 }
 
+/* `out` = Mystery(value), an op of a domain the tool does not know: nothing
+ * tells the type of its output. */
+static void mystery(Onnx__ModelProto *m, const char *name, const char *value, const char *out)
+{
+    mb_node(m, "Mystery", name, value, out)->domain = strdup("com.example");
+}
+
+/* W and R of an op with `gates` gates, each the output of a Mystery op on a
+ * float initializer: their type cannot be known from them. */
+static void mystery_weights(Onnx__ModelProto *m, int64_t gates)
+{
+    mb_initializer_filled(m, "w_src", MB_FLOAT, MB_DIMS(1, gates * H, I), 0.1);
+    mb_initializer_filled(m, "r_src", MB_FLOAT, MB_DIMS(1, gates * H, H), 0.1);
+    mystery(m, "make_w", "w_src", "W");
+    mystery(m, "make_r", "r_src", "R");
+}
+
 /* Unsqueeze(value, [0]) -> out, with the axes as an initializer. */
 static void unsqueeze0(Onnx__ModelProto *m, Onnx__GraphProto *g, const char *name,
                        const char *value, const char *out)
@@ -127,9 +144,9 @@ static void test_recurrent_node_takes_the_type_r_declares(void **state)
     (void)state;
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "x", MB_FLOAT16, "T,2,3");
-    mb_node(m, "Mystery", "make_x", "x", "X")->domain = strdup("com.example");
+    mystery(m, "make_x", "x", "X");
     mb_initializer_filled(m, "w_src", MB_FLOAT16, MB_DIMS(1, H, I), 0.1);
-    mb_node(m, "Mystery", "make_w", "w_src", "W")->domain = strdup("com.example");
+    mystery(m, "make_w", "w_src", "W");
     mb_initializer_filled(m, "R", MB_FLOAT16, MB_DIMS(1, H, H), 0.1);
     mb_recurrent(m, "RNN", "rnn", H, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT16, NULL);
@@ -146,7 +163,7 @@ static void test_outer_scope_values_are_typed_inside_a_branch(void **state)
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
     mb_input(m, "x", MB_FLOAT, "T,batch,3");
-    mb_node(m, "Mystery", "make_x", "x", "X")->domain = strdup("com.example");
+    mystery(m, "make_x", "x", "X");
     concat_of_halves(m, "w_cat", 3, I);
     concat_of_halves(m, "r_cat", 3, H);
     Onnx__NodeProto *branch = mb_node(m, "If", "if", "cond", "y");
@@ -185,10 +202,7 @@ static void test_if_output_takes_its_branch_type(void **state)
     Onnx__GraphProto *else_g = mb_attr_graph(branch, "else_branch", "else");
     mb_graph_node(else_g, "Identity", "else_id", "x", "else_x");
     mb_graph_output(else_g, "else_x", 0, NULL);
-    mb_initializer_filled(m, "w_src", MB_FLOAT, MB_DIMS(1, 3 * H, I), 0.1);
-    mb_initializer_filled(m, "r_src", MB_FLOAT, MB_DIMS(1, 3 * H, H), 0.1);
-    mb_node(m, "Mystery", "make_w", "w_src", "W")->domain = strdup("com.example");
-    mb_node(m, "Mystery", "make_r", "r_src", "R")->domain = strdup("com.example");
+    mystery_weights(m, 3);
     mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT, NULL);
     expect_updated(m, "gru", "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
@@ -221,10 +235,7 @@ static void test_loop_carried_value_takes_its_initial_type(void **state)
     mb_graph_node(body, "Neg", "step", "v_in", "v_out");
     mb_graph_output(body, "cond_out", 0, NULL);
     mb_graph_output(body, "v_out", 0, NULL);
-    mb_initializer_filled(m, "w_src", MB_FLOAT, MB_DIMS(1, 3 * H, I), 0.1);
-    mb_initializer_filled(m, "r_src", MB_FLOAT, MB_DIMS(1, 3 * H, H), 0.1);
-    mb_node(m, "Mystery", "make_w", "w_src", "W")->domain = strdup("com.example");
-    mb_node(m, "Mystery", "make_r", "r_src", "R")->domain = strdup("com.example");
+    mystery_weights(m, 3);
     mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT, NULL);
     expect_updated(m, "gru", "GRU_0_initial_h->GRU_0_Y_h:1,GRU_0_batch,4:float32:1");
@@ -237,13 +248,10 @@ static void test_unknowable_type_skips_the_node_naming_the_value(void **state)
     (void)state;
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "x", MB_FLOAT, "T,1,3");
-    mb_node(m, "Mystery", "mystery", "x", "hidden_x")->domain = strdup("com.example");
+    mystery(m, "mystery", "x", "hidden_x");
     mb_attr_ints(mb_node(m, "Transpose", "transpose_x", "hidden_x", "X"), "perm", 3,
                  (int64_t[]){ 0, 1, 2 });
-    mb_initializer_filled(m, "w_src", MB_FLOAT, MB_DIMS(1, H, I), 0.1);
-    mb_initializer_filled(m, "r_src", MB_FLOAT, MB_DIMS(1, H, H), 0.1);
-    mb_node(m, "Mystery", "make_w", "w_src", "W")->domain = strdup("com.example");
-    mb_node(m, "Mystery", "make_r", "r_src", "R")->domain = strdup("com.example");
+    mystery_weights(m, 1);
     mb_recurrent(m, "RNN", "rnn", H, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT, NULL);
     mb_run run;
@@ -284,10 +292,10 @@ static void test_long_chain_is_typed_in_one_pass(void **state)
     enum { CHAIN = 20000 };
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "x", MB_FLOAT, "T,1,3");
-    mb_node(m, "Mystery", "make_x", "x", "X")->domain = strdup("com.example");
+    mystery(m, "make_x", "x", "X");
     mb_initializer_filled(m, "w0", MB_FLOAT, MB_DIMS(1, 3 * H, I), 0.1);
     mb_initializer_filled(m, "r_src", MB_FLOAT, MB_DIMS(1, 3 * H, H), 0.1);
-    mb_node(m, "Mystery", "make_r", "r_src", "R")->domain = strdup("com.example");
+    mystery(m, "make_r", "r_src", "R");
     char in[32], out[32], name[32];
     for (int i = 0; i < CHAIN; i++) {
         snprintf(in, sizeof in, "w%d", i);
