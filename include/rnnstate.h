@@ -292,8 +292,9 @@ RNNSTATE_API bool rnnstate_name_template_valid(const char *name_template);
  * takes. Every model with state pairs gets it, also one the rewrite did not
  * otherwise change (status annotated). */
 #define RNNSTATE_METADATA_KEY "rnnstate.state"
-/* The metadata_props key under which a rewritten model lists its time axes
- * (rnnstate_time_axis) as JSON: [{"input": "x", "axis": 1}]. */
+/* The metadata_props key under which a model lists its time axes
+ * (rnnstate_time_axis) as JSON: [{"input": "x", "axis": 1}]; written with
+ * RNNSTATE_METADATA_KEY, on every rewritten or annotated model. */
 #define RNNSTATE_TIME_METADATA_KEY "rnnstate.time"
 
 /* Fills `options` with the defaults and sets its struct_size. */
@@ -321,10 +322,10 @@ typedef struct rnnstate_state_pair {
     size_t rank;
     const rnnstate_dim *shape;
     const char *dtype;  /* "float32", "float16", "float64", ... */
-    int batch_axis;     /* the axis of `shape` that is the batch, or -1 when no axis
-                         * is known to be (a packed cache, a fixed batch of views) */
     bool optional;      /* the input has a default and may be left out */
     bool added;         /* the rewrite created this pair (false: the model had it) */
+    int batch_axis;     /* the axis of `shape` that is the batch, or -1 when no axis
+                         * is known to be (a packed cache, a fixed batch of views) */
 } rnnstate_state_pair;
 
 typedef struct rnnstate_node_report {
@@ -355,8 +356,6 @@ typedef struct rnnstate_time_axis {
 
 typedef struct rnnstate_report {
     bool changed;       /* the rewrite modified the graph (status rewritten) */
-    bool annotated;     /* only the state pairs were recorded in the metadata
-                         * (status annotated): the graph is as it was */
     size_t n_nodes;
     const rnnstate_node_report *nodes;
     size_t n_pairs;
@@ -367,6 +366,8 @@ typedef struct rnnstate_report {
      * node whose sequence axis does not trace to a graph input gets a note. */
     size_t n_time_axes;
     const rnnstate_time_axis *time_axes;
+    bool annotated;     /* only the state pairs and time axes were recorded in the
+                         * metadata (status annotated): the graph is as it was */
 } rnnstate_report;
 
 /* Rewrites `model` in place. `options` may be NULL for the defaults. On
