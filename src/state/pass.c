@@ -182,9 +182,12 @@ static void warn_exposed(rewrite_ctx *ctx, const node_plan *p)
     if (nr->fixed_sequence_length >= 0)
         report_node_warn(&ctx->report, p->report_node,
                          "the sequence length is fixed at %lld: chunks must then have exactly "
-                         "%lld steps; re-export with a dynamic time axis to stream shorter chunks",
+                         "%lld step%s; re-export with a dynamic time axis to stream %s",
                          (long long)nr->fixed_sequence_length,
-                         (long long)nr->fixed_sequence_length);
+                         (long long)nr->fixed_sequence_length,
+                         nr->fixed_sequence_length == 1 ? "" : "s",
+                         nr->fixed_sequence_length == 1 ? "several steps per call"
+                                                        : "shorter chunks");
     char buf[32];
     const char *direction = node_attr_string(p->rs.node, "direction", buf, sizeof buf);
     if (p->rs.directions == 2 || (direction && !strcmp(direction, "reverse")))

@@ -257,24 +257,38 @@ static void test_stale_metadata_is_replaced(void **state)
 
 /* ---- item 8: the fixed-sequence-length warning -------------------------------- */
 
+/* The warnings of a GRU exposed with X of fixed sequence length `steps`. */
+static const char *fixed_length_warnings(const char *steps)
+{
+    char x[32], y[32];
+    snprintf(x, sizeof x, "%s,batch,3", steps);
+    snprintf(y, sizeof y, "%s,1,batch,4", steps);
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "X", MB_FLOAT, x);
+    mb_weights(m, MB_FLOAT, "W", "R", 1, 3, H, I, 0.1);
+    mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
+    mb_output(m, "Y", MB_FLOAT, y);
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+    const rnnstate_node_report *n = mb_report_node(run.report, "gru");
+    assert_int_equal(n->status, RNNSTATE_NODE_UPDATED);
+    assert_int_equal(n->fixed_sequence_length, atoi(steps));
+    const char *warnings = mb_join(n->n_warnings, n->warnings);
+    mb_run_free(&run);
+    return warnings;
+}
+
 static void test_exposed_node_with_fixed_length_says_what_to_do(void **state)
 {
     (void)state;
-    Onnx__ModelProto *m = mb_new(7, 14);
-    mb_input(m, "X", MB_FLOAT, "5,batch,3");
-    mb_weights(m, MB_FLOAT, "W", "R", 1, 3, H, I, 0.1);
-    mb_recurrent(m, "GRU", "gru", H, NULL, "X,W,R", "Y");
-    mb_output(m, "Y", MB_FLOAT, "5,1,batch,4");
-    mb_run run;
-    mb_rewrite(m, NULL, &run);
-
-    const rnnstate_node_report *n = mb_report_node(run.report, "gru");
-    assert_int_equal(n->status, RNNSTATE_NODE_UPDATED);
-    assert_int_equal(n->fixed_sequence_length, 5);
-    assert_string_equal(mb_join(n->n_warnings, n->warnings),
+    assert_string_equal(fixed_length_warnings("5"),
                         "the sequence length is fixed at 5: chunks must then have exactly 5 "
                         "steps; re-export with a dynamic time axis to stream shorter chunks");
-    mb_run_free(&run);
+    /* one step per call (AECMOS): nothing shorter to stream */
+    assert_string_equal(fixed_length_warnings("1"),
+                        "the sequence length is fixed at 1: chunks must then have exactly 1 "
+                        "step; re-export with a dynamic time axis to stream several steps per "
+                        "call");
 }
 
 static void test_untouched_nodes_with_fixed_length_are_not_warned(void **state)
