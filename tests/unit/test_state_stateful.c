@@ -69,6 +69,17 @@ static void assert_pair(const rnnstate_report *r, const char *input, const char 
     assert_int_equal(p->added, added);
 }
 
+/* The model's one state pair, which it already had: in the report, and in
+ * the metadata as `state_json` beside X's time axis, the graph untouched
+ * (status annotated). */
+static void assert_only_pair_annotated(const mb_run *run, const char *input, const char *output,
+                                       const char *shape, const char *state_json)
+{
+    assert_int_equal(run->report->n_pairs, 1);
+    assert_pair(run->report, input, output, shape, false, false);
+    mb_assert_annotated(run, state_json, "[{\"input\": \"X\", \"axis\": 0}]");
+}
+
 static const rnnstate_node_report *assert_status(const rnnstate_report *r, const char *name,
                                                  rnnstate_node_status status,
                                                  const char *reason_part)
@@ -129,12 +140,10 @@ static void test_cache_rows_read_through_scatternd_of_other_rows(void **state)
 
     assert_status(run.report, "gru0", RNNSTATE_NODE_ALREADY_EXPOSED, NULL);
     assert_status(run.report, "gru1", RNNSTATE_NODE_ALREADY_EXPOSED, NULL);
-    assert_int_equal(run.report->n_pairs, 1);
-    assert_pair(run.report, "cache", "cache_out", "2,1,1,4", false, false);
-    mb_assert_annotated(&run,
-                        "[{\"input\": \"cache\", \"output\": \"cache_out\", \"shape\": [2, 1, 1, 4], "
-                        "\"dtype\": \"float32\", \"batch_axis\": null, \"optional\": false}]",
-                        "[{\"input\": \"X\", \"axis\": 0}]");
+    assert_only_pair_annotated(
+        &run, "cache", "cache_out", "2,1,1,4",
+        "[{\"input\": \"cache\", \"output\": \"cache_out\", \"shape\": [2, 1, 1, 4], "
+        "\"dtype\": \"float32\", \"batch_axis\": null, \"optional\": false}]");
     mb_run_free(&run);
 }
 
@@ -169,12 +178,10 @@ static void test_zero_state_node_in_a_stateful_model_stays_reset(void **state)
                       "cache_out)");
     assert_int_equal(n->n_inputs_added, 0);
     assert_int_equal(n->n_outputs_added, 0);
-    assert_int_equal(run.report->n_pairs, 1);
-    assert_pair(run.report, "cache", "cache_out", "2,1,1,4", false, false);
-    mb_assert_annotated(&run,
-                        "[{\"input\": \"cache\", \"output\": \"cache_out\", \"shape\": [2, 1, 1, 4], "
-                        "\"dtype\": \"float32\", \"batch_axis\": null, \"optional\": false}]",
-                        "[{\"input\": \"X\", \"axis\": 0}]");
+    assert_only_pair_annotated(
+        &run, "cache", "cache_out", "2,1,1,4",
+        "[{\"input\": \"cache\", \"output\": \"cache_out\", \"shape\": [2, 1, 1, 4], "
+        "\"dtype\": \"float32\", \"batch_axis\": null, \"optional\": false}]");
     /* the text report counts them apart from the skipped nodes */
     char text[4096] = "";
     FILE *f = tmpfile();
@@ -272,12 +279,10 @@ static void test_flat_cache_sliced_with_bounds_from_shape(void **state)
 
     assert_status(run.report, "gru0", RNNSTATE_NODE_ALREADY_EXPOSED, NULL);
     assert_status(run.report, "gru1", RNNSTATE_NODE_ALREADY_EXPOSED, NULL);
-    assert_int_equal(run.report->n_pairs, 1);
-    assert_pair(run.report, "cache", "cache_out", "batch,8", false, false);
-    mb_assert_annotated(&run,
-                        "[{\"input\": \"cache\", \"output\": \"cache_out\", \"shape\": [\"batch\", 8], "
-                        "\"dtype\": \"float32\", \"batch_axis\": 0, \"optional\": false}]",
-                        "[{\"input\": \"X\", \"axis\": 0}]");
+    assert_only_pair_annotated(
+        &run, "cache", "cache_out", "batch,8",
+        "[{\"input\": \"cache\", \"output\": \"cache_out\", \"shape\": [\"batch\", 8], "
+        "\"dtype\": \"float32\", \"batch_axis\": 0, \"optional\": false}]");
     mb_run_free(&run);
 }
 
@@ -316,12 +321,10 @@ static void test_view_through_both_branches_of_an_if(void **state)
     mb_rewrite(m, NULL, &run);
 
     assert_status(run.report, "lstm", RNNSTATE_NODE_ALREADY_EXPOSED, NULL);
-    assert_int_equal(run.report->n_pairs, 1);
-    assert_pair(run.report, "state", "stateN", "2,1,4", false, false);
-    mb_assert_annotated(&run,
-                        "[{\"input\": \"state\", \"output\": \"stateN\", \"shape\": [2, 1, 4], "
-                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]",
-                        "[{\"input\": \"X\", \"axis\": 0}]");
+    assert_only_pair_annotated(
+        &run, "state", "stateN", "2,1,4",
+        "[{\"input\": \"state\", \"output\": \"stateN\", \"shape\": [2, 1, 4], "
+        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]");
     mb_run_free(&run);
 }
 
@@ -351,12 +354,10 @@ static void test_final_state_through_if_branches_that_read_it(void **state)
     mb_rewrite(m, NULL, &run);
 
     assert_status(run.report, "gru", RNNSTATE_NODE_ALREADY_EXPOSED, NULL);
-    assert_int_equal(run.report->n_pairs, 1);
-    assert_pair(run.report, "state", "stateN", "1,1,4", false, false);
-    mb_assert_annotated(&run,
-                        "[{\"input\": \"state\", \"output\": \"stateN\", \"shape\": [1, 1, 4], "
-                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]",
-                        "[{\"input\": \"X\", \"axis\": 0}]");
+    assert_only_pair_annotated(
+        &run, "state", "stateN", "1,1,4",
+        "[{\"input\": \"state\", \"output\": \"stateN\", \"shape\": [1, 1, 4], "
+        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]");
     mb_run_free(&run);
 }
 
