@@ -240,6 +240,32 @@ static void test_include_forces_a_node_reset_at_every_call(void **state)
     mb_run_free(&run);
 }
 
+/* A pair that cannot be fed back (h [1,1,4] -> hn2 [2,1,4]) carries no state:
+ * its node is skipped before the nodes reset at every call are told, so the
+ * zero-state node is not taken for one and is exposed as usual. */
+static void test_carried_pair_of_another_shape_makes_no_node_reset(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_input(m, "X", MB_FLOAT, "T,1,3");
+    mb_input(m, "h", MB_FLOAT, "1,1,4");
+    layer(m, "GRU", "gru", 1, "X", "h", NULL, "Y,hn");
+    mb_node(m, "Concat", "twice", "hn,hn", "hn2");
+    mb_output(m, "hn2", MB_FLOAT, "2,1,4");
+    mb_initializer_filled(m, "zeros", MB_FLOAT, MB_DIMS(1, 1, H), 0.0);
+    layer(m, "GRU", "other", 1, "X", "zeros", NULL, "Y2");
+    mb_output(m, "Y2", MB_FLOAT, "T,1,1,4");
+    mb_run run;
+    mb_rewrite(m, NULL, &run);
+
+    assert_status(run.report, "gru", RNNSTATE_NODE_SKIPPED,
+                  "the state pair of initial_h would not fit: input 'h' is float32 [1,1,4], "
+                  "output 'hn2' is float32 [2,1,4]; not exposed");
+    assert_status(run.report, "other", RNNSTATE_NODE_UPDATED, NULL);
+    assert_string_equal(mb_pairs_str(run.report), "zeros->GRU_1_Y_h:1,1,4:float32:1");
+    mb_run_free(&run);
+}
+
 static void test_zero_state_node_without_carried_state_is_exposed(void **state)
 {
     (void)state;
@@ -626,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_zero_state_node_in_a_stateful_model_stays_reset),
         cmocka_unit_test(test_time_axis_leaves_out_nodes_reset_at_every_call),
         cmocka_unit_test(test_include_forces_a_node_reset_at_every_call),
+        cmocka_unit_test(test_carried_pair_of_another_shape_makes_no_node_reset),
         cmocka_unit_test(test_zero_state_node_without_carried_state_is_exposed),
         cmocka_unit_test(test_flat_cache_sliced_with_bounds_from_shape),
         cmocka_unit_test(test_view_through_both_branches_of_an_if),
