@@ -834,11 +834,7 @@ def dpcrn_cache(rng):
         inputs=[("x", F32, [T, F_BINS, IN], 0, "random"),
                 ("inter_cache", F32, [2, 1, F_BINS, HID], None, "zeros")],
         outputs=[("y", 0), ("inter_cache_out", None)], streamable=True, ort=True, ref=ref,
-        cases=[{"inter_cache": x_feed(rng, (2, 1, F_BINS, HID))}],
-        verify_fails={"check": "chunked", "reason": "run backwards over the sequence",
-                      "why": "rnnstate-verify refuses every bidirectional node, also the intra-frame GRUs that run "
-                             "across the frequency bins and that the rewrite leaves reset at every call; "
-                             "e2e.models.dpcrn_cache streams this model in chunks along time"})
+        cases=[{"inter_cache": x_feed(rng, (2, 1, F_BINS, HID))}])
 
 
 def encdec_handoff(rng):

@@ -48,22 +48,55 @@ function decodeValueInfo(buf, start, end) {
 
 const RECURRENT_OPS = new Set(['RNN', 'GRU', 'LSTM', 'DynamicQuantizeLSTM']);
 
-// The recurrent nodes of the graph in buf[start:end] and of its subgraphs
-// (If branches, Loop and Scan bodies), each { op, name, direction }.
-function recurrentNodes(buf, start, end, out = []) {
+// Every string of repeated field `field` of the message in buf[start:end].
+function repeatedStrings(buf, start, end, field) {
+  return subMessages(buf, start, end, field).map(([s, e]) => Buffer.from(buf.subarray(s, e)).toString('utf8'));
+}
+
+// Walks the graph in buf[start:end] and its subgraphs (If branches, Loop and
+// Scan bodies). Fills `out.recurrent` with the recurrent nodes, each { op,
+// name, direction, initialState: [initial_h, initial_c] value names }, and
+// `out.producers` with value name -> the names it is computed from (a node's
+// inputs; for a node holding subgraphs, also the values those subgraphs
+// output, which is how an If's output depends on its branches).
+function walkGraph(buf, start, end, out) {
   for (const [ns, ne] of subMessages(buf, start, end, 1)) {
     const op = stringField(buf, ns, ne, 4);
+    const inputs = repeatedStrings(buf, ns, ne, 1);
+    const outputs = repeatedStrings(buf, ns, ne, 2);
+    const sources = inputs.filter((v) => v);
     let direction = 'forward';
     for (const [as, ae] of subMessages(buf, ns, ne, 5)) {
       const attr = stringField(buf, as, ae, 1);
       if (RECURRENT_OPS.has(op) && attr === 'direction') direction = stringField(buf, as, ae, 4) || direction;
       for (const [gs, ge] of [...subMessages(buf, as, ae, 6), ...subMessages(buf, as, ae, 11)]) {
-        recurrentNodes(buf, gs, ge, out);
+        walkGraph(buf, gs, ge, out);
+        for (const [os, oe] of subMessages(buf, gs, ge, 12)) sources.push(stringField(buf, os, oe, 1));
       }
     }
-    if (RECURRENT_OPS.has(op)) out.push({ op, name: stringField(buf, ns, ne, 3), direction });
+    for (const v of outputs) if (v) out.producers.set(v, sources);
+    if (RECURRENT_OPS.has(op)) {
+      out.recurrent.push({
+        op, name: stringField(buf, ns, ne, 3), direction, initialState: [inputs[5] || '', inputs[6] || ''],
+      });
+    }
   }
   return out;
+}
+
+// True when value `name` is computed from one of the values in `sources`
+// (a Set), following `producers` (see walkGraph). Linear in the graph.
+function dependsOn(producers, name, sources) {
+  const seen = new Set();
+  const stack = [name];
+  while (stack.length) {
+    const v = stack.pop();
+    if (!v || seen.has(v)) continue;
+    if (sources.has(v)) return true;
+    seen.add(v);
+    for (const w of producers.get(v) || []) stack.push(w);
+  }
+  return false;
 }
 
 // A value_info's element type as an onnxruntime-node dtype string, or null.
@@ -73,7 +106,8 @@ function dtypeOf(info) {
 
 // Decodes a model from its bytes. Returns { inputs: [{ name, elemType,
 // dtype, shape }], outputs: [...], initializers: Set, metadata: { key: value },
-// recurrentNodes: [{ op, name, direction }] }. `label` names the model in
+// recurrentNodes: [{ op, name, direction, initialState }], producers (see
+// walkGraph) }. `label` names the model in
 // errors.
 function readModelBytes(buf, label) {
   let graphs;
@@ -90,12 +124,14 @@ function readModelBytes(buf, label) {
   if (!graphs.length) throw new Error(`${label}: not an ONNX model (no graph)`);
   const [gs, ge] = graphs[graphs.length - 1];
   const withDtype = (info) => ({ ...info, dtype: dtypeOf(info) });
+  const walked = walkGraph(buf, gs, ge, { recurrent: [], producers: new Map() });
   return {
     inputs: subMessages(buf, gs, ge, 11).map(([s, e]) => withDtype(decodeValueInfo(buf, s, e))),
     outputs: subMessages(buf, gs, ge, 12).map(([s, e]) => withDtype(decodeValueInfo(buf, s, e))),
     initializers: new Set(subMessages(buf, gs, ge, 5).map(([s, e]) => stringField(buf, s, e, 8))),
     metadata,
-    recurrentNodes: recurrentNodes(buf, gs, ge),
+    recurrentNodes: walked.recurrent,
+    producers: walked.producers,
   };
 }
 
@@ -169,4 +205,4 @@ function withoutInitializers(buf, names) {
   return Buffer.concat(parts);
 }
 
-module.exports = { readModelBytes, readModelFile, readModelInfo, withoutInitializers, decodeValueInfo };
+module.exports = { dependsOn, readModelBytes, readModelFile, readModelInfo, withoutInitializers, decodeValueInfo };

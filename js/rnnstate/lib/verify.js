@@ -11,7 +11,7 @@
 //             chunk.
 // verify() returns a plain result object; bin/rnnstate-verify.js prints it.
 
-const { readModelFile } = require('./onnx_model');
+const { dependsOn, readModelFile } = require('./onnx_model');
 const { statePairs, timeAxes, resolveStateShape } = require('./state');
 const tensor = require('./tensor');
 const { readNpy } = require('./npy');
@@ -205,7 +205,13 @@ async function checkNoState(ctx) {
 function chunkedObstacle(ctx) {
   const { rewritten, pairs, times, feeds, nChunks } = ctx;
   if (!pairs) return NO_PAIRS;
-  const backward = rewritten.recurrentNodes.filter((n) => n.direction !== 'forward');
+  // A backward node that starts from a constant at every call (an intra-frame
+  // GRU across frequency bins, left reset by the rewrite) carries nothing
+  // from chunk to chunk; one whose initial state comes from a state input
+  // does, and its backward pass cannot see the chunks after it.
+  const stateInputs = new Set(pairs.map((p) => p.input));
+  const backward = rewritten.recurrentNodes.filter((n) => n.direction !== 'forward'
+    && n.initialState.some((v) => dependsOn(rewritten.producers, v, stateInputs)));
   if (backward.length) {
     return `recurrent node(s) ${backward.map((n) => `'${n.name}' (${n.op}, ${n.direction})`).join(', ')} run backwards `
       + 'over the sequence: a chunk\'s backward pass cannot see the chunks after it, so chunks never give the '

@@ -7,7 +7,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const { parseNpy, formatNpy } = require('../lib/npy');
-const { readModelBytes, withoutInitializers } = require('../lib/onnx_model');
+const { dependsOn, readModelBytes, withoutInitializers } = require('../lib/onnx_model');
 const { chunkSizes, compare } = require('../lib/verify');
 const { resolveStateShape, statePairs, timeAxes } = require('../lib/state');
 const tensor = require('../lib/tensor');
@@ -61,9 +61,12 @@ function tinyModel() {
   const vi = (field, name, dims) => ld(field, Buffer.concat([str(1, name),
     ld(2, ld(1, Buffer.concat([Buffer.from([0x08, 1]), ld(2, Buffer.concat(dims.map(dim)))])))]));
   const init = (name) => ld(5, Buffer.concat([Buffer.from([0x08, 1, 0x10, 1]), str(8, name)]));
-  const lstm = Buffer.concat([str(3, 'rnn'), str(4, 'LSTM'), ld(5, Buffer.concat([str(1, 'direction'), str(4, 'bidirectional')]))]);
-  const branch = ld(5, Buffer.concat([str(1, 'then_branch'), ld(6, ld(1, lstm))])); // attribute g: a graph
-  const ifNode = Buffer.concat([str(4, 'If'), branch]);
+  const inputs = ['x', 'w', 'w', '', '', 'h0'].map((v) => str(1, v));
+  const lstm = Buffer.concat([...inputs, str(2, ''), str(2, 'hn'), str(3, 'rnn'), str(4, 'LSTM'),
+    ld(5, Buffer.concat([str(1, 'direction'), str(4, 'bidirectional')]))]);
+  // attribute g: a graph whose output is the LSTM's Y_h
+  const branch = ld(5, Buffer.concat([str(1, 'then_branch'), ld(6, Buffer.concat([ld(1, lstm), vi(12, 'hn', [2, 'batch', 4])]))]));
+  const ifNode = Buffer.concat([str(1, 'cond'), str(2, 'y'), str(4, 'If'), branch]);
   const graph = Buffer.concat([ld(1, ifNode), init('h0'), init('w'), vi(11, 'x', ['batch', 'T', 8]), vi(11, 'h0', [1, 'batch', 4]),
     vi(12, 'y', ['batch', 'T', 4])]);
   const meta = Buffer.concat([str(1, 'rnnstate.state'), str(2, '[{"input": "h0", "output": "y", "shape": [1, "batch", 4], "dtype": "float32"}]')]);
@@ -75,7 +78,12 @@ test('model: graph interface, metadata and recurrent nodes in subgraphs', () => 
   assert.deepStrictEqual(m.inputs.map((i) => [i.name, i.dtype, i.shape]), [['x', 'float32', ['batch', 'T', 8]], ['h0', 'float32', [1, 'batch', 4]]]);
   assert.deepStrictEqual(m.outputs.map((o) => o.name), ['y']);
   assert.deepStrictEqual([...m.initializers], ['h0', 'w']);
-  assert.deepStrictEqual(m.recurrentNodes, [{ op: 'LSTM', name: 'rnn', direction: 'bidirectional' }]);
+  assert.deepStrictEqual(m.recurrentNodes, [{ op: 'LSTM', name: 'rnn', direction: 'bidirectional', initialState: ['h0', ''] }]);
+  // y is the If's output, computed from its branch's output hn, computed from h0 (and x, w)
+  assert.strictEqual(dependsOn(m.producers, 'y', new Set(['h0'])), true);
+  assert.strictEqual(dependsOn(m.producers, 'hn', new Set(['x'])), true);
+  assert.strictEqual(dependsOn(m.producers, 'h0', new Set(['x'])), false);
+  assert.strictEqual(dependsOn(m.producers, '', new Set(['h0'])), false);
   assert.deepStrictEqual(statePairs(m, 'tiny.onnx').map((p) => p.input), ['h0']);
   assert.strictEqual(timeAxes(m, 'tiny.onnx'), null);
 });
