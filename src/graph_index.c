@@ -2,6 +2,7 @@
 #include "graph_index.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,30 @@ static bool mark_subgraph_reads(const Onnx__GraphProto *graph, void *ctx)
     return true;
 }
 
+/* Entries for the non-empty names of one of node n's lists: its outputs
+ * (read_value NULL), recorded as produced by it; or its inputs, each read
+ * counted and its value stored at read_value[(*k)++]. */
+static bool index_node_names(graph_index *gi, char *const *names, size_t n_names, size_t n,
+                             int *read_value, size_t *k)
+{
+    for (size_t slot = 0; slot < n_names; slot++) {
+        const char *name = str_or_empty(names[slot]);
+        if (!*name)
+            continue;
+        value_entry *e = entry_for(gi, name);
+        if (!e)
+            return false;
+        if (read_value) {
+            e->n_consumers++;
+            read_value[(*k)++] = (int)(e - gi->values);
+        } else {
+            e->producer = (int)n;
+            e->producer_slot = (int)slot;
+        }
+    }
+    return true;
+}
+
 /* Producers, and which value each read (node input) names, in node order:
  * `read_value` has one entry per non-empty input. */
 static bool index_producers(graph_index *gi, Onnx__GraphProto *g, int *read_value)
@@ -60,26 +85,9 @@ static bool index_producers(graph_index *gi, Onnx__GraphProto *g, int *read_valu
     size_t k = 0;
     for (size_t n = 0; n < g->n_node; n++) {
         const Onnx__NodeProto *node = g->node[n];
-        for (size_t o = 0; o < node->n_output; o++) {
-            const char *name = str_or_empty(node->output[o]);
-            if (!*name)
-                continue;
-            value_entry *e = entry_for(gi, name);
-            if (!e)
-                return false;
-            e->producer = (int)n;
-            e->producer_slot = (int)o;
-        }
-        for (size_t i = 0; i < node->n_input; i++) {
-            const char *name = str_or_empty(node->input[i]);
-            if (!*name)
-                continue;
-            value_entry *e = entry_for(gi, name);
-            if (!e)
-                return false;
-            e->n_consumers++;
-            read_value[k++] = (int)(e - gi->values);
-        }
+        if (!index_node_names(gi, node->output, node->n_output, n, NULL, NULL) ||
+            !index_node_names(gi, node->input, node->n_input, n, read_value, &k))
+            return false;
     }
     return true;
 }
@@ -119,30 +127,36 @@ static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
     return ok;
 }
 
+/* Records in the entry for `name` that it stands at position i of a list of
+ * the graph; `field` (an offsetof value_entry) is the int that keeps it. */
+static bool record_declaration(graph_index *gi, const char *name, size_t field, size_t i)
+{
+    value_entry *e = entry_for(gi, str_or_empty(name));
+    if (!e)
+        return false;
+    *(int *)((char *)e + field) = (int)i;
+    return true;
+}
+
+static bool record_value_infos(graph_index *gi, Onnx__ValueInfoProto *const *list, size_t n,
+                               size_t field)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!record_declaration(gi, list[i]->name, field, i))
+            return false;
+    return true;
+}
+
+/* Entries are made in this order: inputs, initializers, outputs, value infos. */
 static bool index_declarations(graph_index *gi, Onnx__GraphProto *g)
 {
-    value_entry *e;
-    for (size_t i = 0; i < g->n_input; i++) {
-        if (!(e = entry_for(gi, str_or_empty(g->input[i]->name))))
-            return false;
-        e->graph_input = (int)i;
-    }
-    for (size_t i = 0; i < g->n_initializer; i++) {
-        if (!(e = entry_for(gi, str_or_empty(g->initializer[i]->name))))
-            return false;
-        e->initializer = (int)i;
-    }
-    for (size_t i = 0; i < g->n_output; i++) {
-        if (!(e = entry_for(gi, str_or_empty(g->output[i]->name))))
-            return false;
-        e->graph_output = (int)i;
-    }
-    for (size_t i = 0; i < g->n_value_info; i++) {
-        if (!(e = entry_for(gi, str_or_empty(g->value_info[i]->name))))
-            return false;
-        e->value_info = (int)i;
-    }
-    return true;
+    bool ok = record_value_infos(gi, g->input, g->n_input, offsetof(value_entry, graph_input));
+    for (size_t i = 0; ok && i < g->n_initializer; i++)
+        ok = record_declaration(gi, g->initializer[i]->name, offsetof(value_entry, initializer), i);
+    return ok &&
+           record_value_infos(gi, g->output, g->n_output, offsetof(value_entry, graph_output)) &&
+           record_value_infos(gi, g->value_info, g->n_value_info,
+                              offsetof(value_entry, value_info));
 }
 
 bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)

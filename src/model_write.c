@@ -555,14 +555,19 @@ static Onnx__TensorProto *relocated_tensor(relocations *r, const Onnx__TensorPro
     return r->status == RNNSTATE_OK ? copy : NULL;
 }
 
+/* A copy of `message` (`size` bytes) in which the caller replaces the fields
+ * that relocate, when any did (`changed`) and nothing failed; else NULL. */
+static void *copy_if_changed(relocations *r, const void *message, size_t size, bool changed)
+{
+    return r->status == RNNSTATE_OK && changed ? keep_copy(r, message, size) : NULL;
+}
+
 /* A sparse tensor's values and indices are tensors of their own. */
 static Onnx__SparseTensorProto *relocated_sparse(relocations *r, const Onnx__SparseTensorProto *s)
 {
     Onnx__TensorProto *values = s->values ? relocated_tensor(r, s->values) : NULL;
     Onnx__TensorProto *indices = s->indices ? relocated_tensor(r, s->indices) : NULL;
-    if (r->status != RNNSTATE_OK || (!values && !indices))
-        return NULL;
-    Onnx__SparseTensorProto *copy = keep_copy(r, s, sizeof *s);
+    Onnx__SparseTensorProto *copy = copy_if_changed(r, s, sizeof *s, values || indices);
     if (copy) {
         copy->values = values ? values : s->values;
         copy->indices = indices ? indices : s->indices;
@@ -570,54 +575,59 @@ static Onnx__SparseTensorProto *relocated_sparse(relocations *r, const Onnx__Spa
     return copy;
 }
 
-/* A copy of an array of `n` tensors (sparse tensors) in which those whose
- * locations change are replaced, or NULL when none changes. */
-static Onnx__TensorProto **relocated_tensors(relocations *r, Onnx__TensorProto *const *items,
-                                             size_t n)
-{
-    Onnx__TensorProto **copy = NULL;
-    for (size_t i = 0; r->status == RNNSTATE_OK && i < n; i++) {
-        Onnx__TensorProto *t = relocated_tensor(r, items[i]);
-        if (t && (copy || (copy = keep_copy(r, items, n * sizeof *copy))))
-            copy[i] = t;
-    }
-    return r->status == RNNSTATE_OK ? copy : NULL;
-}
-
-static Onnx__SparseTensorProto **relocated_sparse_tensors(relocations *r,
-                                                          Onnx__SparseTensorProto *const *items,
-                                                          size_t n)
-{
-    Onnx__SparseTensorProto **copy = NULL;
-    for (size_t i = 0; r->status == RNNSTATE_OK && i < n; i++) {
-        Onnx__SparseTensorProto *t = relocated_sparse(r, items[i]);
-        if (t && (copy || (copy = keep_copy(r, items, n * sizeof *copy))))
-            copy[i] = t;
-    }
-    return r->status == RNNSTATE_OK ? copy : NULL;
-}
-
+static Onnx__AttributeProto *relocated_attribute(relocations *r, const Onnx__AttributeProto *a);
+static Onnx__NodeProto *relocated_node(relocations *r, const Onnx__NodeProto *node);
 static Onnx__GraphProto *relocated_graph(relocations *r, const Onnx__GraphProto *g);
+
+/* The message types that arrays of relocated_array hold. */
+typedef enum {
+    RELOCATE_TENSORS,
+    RELOCATE_SPARSE_TENSORS,
+    RELOCATE_ATTRIBUTES,
+    RELOCATE_NODES,
+    RELOCATE_GRAPHS,
+} relocated_kind;
+
+static void *relocated_message(relocations *r, relocated_kind kind, const void *message)
+{
+    switch (kind) {
+    case RELOCATE_TENSORS: return relocated_tensor(r, message);
+    case RELOCATE_SPARSE_TENSORS: return relocated_sparse(r, message);
+    case RELOCATE_ATTRIBUTES: return relocated_attribute(r, message);
+    case RELOCATE_NODES: return relocated_node(r, message);
+    case RELOCATE_GRAPHS: return relocated_graph(r, message);
+    }
+    return NULL;
+}
+
+/* A copy of the array `items` of `n` messages of type `kind` (pointers, as
+ * protobuf-c keeps repeated messages) in which those whose locations change
+ * are replaced, or NULL when none changes. */
+static void *relocated_array(relocations *r, const void *items, size_t n, relocated_kind kind)
+{
+    void *const *messages = items;
+    void **copy = NULL;
+    for (size_t i = 0; r->status == RNNSTATE_OK && i < n; i++) {
+        void *message = relocated_message(r, kind, messages[i]);
+        if (message && (copy || (copy = keep_copy(r, messages, n * sizeof *copy))))
+            copy[i] = message;
+    }
+    return r->status == RNNSTATE_OK ? copy : NULL;
+}
 
 /* TENSOR, TENSORS, SPARSE_TENSOR, SPARSE_TENSORS, GRAPH and GRAPHS attributes. */
 static Onnx__AttributeProto *relocated_attribute(relocations *r, const Onnx__AttributeProto *a)
 {
     Onnx__TensorProto *t = a->t ? relocated_tensor(r, a->t) : NULL;
-    Onnx__TensorProto **tensors = relocated_tensors(r, a->tensors, a->n_tensors);
+    Onnx__TensorProto **tensors = relocated_array(r, a->tensors, a->n_tensors, RELOCATE_TENSORS);
     Onnx__SparseTensorProto *sparse =
         a->sparse_tensor ? relocated_sparse(r, a->sparse_tensor) : NULL;
     Onnx__SparseTensorProto **sparse_tensors =
-        relocated_sparse_tensors(r, a->sparse_tensors, a->n_sparse_tensors);
+        relocated_array(r, a->sparse_tensors, a->n_sparse_tensors, RELOCATE_SPARSE_TENSORS);
     Onnx__GraphProto *g = a->g ? relocated_graph(r, a->g) : NULL;
-    Onnx__GraphProto **graphs = NULL;
-    for (size_t k = 0; r->status == RNNSTATE_OK && k < a->n_graphs; k++) {
-        Onnx__GraphProto *sub = relocated_graph(r, a->graphs[k]);
-        if (sub && (graphs || (graphs = keep_copy(r, a->graphs, a->n_graphs * sizeof *graphs))))
-            graphs[k] = sub;
-    }
-    if (r->status != RNNSTATE_OK || (!t && !tensors && !sparse && !sparse_tensors && !g && !graphs))
-        return NULL;
-    Onnx__AttributeProto *copy = keep_copy(r, a, sizeof *a);
+    Onnx__GraphProto **graphs = relocated_array(r, a->graphs, a->n_graphs, RELOCATE_GRAPHS);
+    Onnx__AttributeProto *copy =
+        copy_if_changed(r, a, sizeof *a, t || tensors || sparse || sparse_tensors || g || graphs);
     if (copy) {
         copy->t = t ? t : a->t;
         copy->tensors = tensors ? tensors : a->tensors;
@@ -631,16 +641,9 @@ static Onnx__AttributeProto *relocated_attribute(relocations *r, const Onnx__Att
 
 static Onnx__NodeProto *relocated_node(relocations *r, const Onnx__NodeProto *node)
 {
-    Onnx__AttributeProto **attrs = NULL;
-    for (size_t a = 0; r->status == RNNSTATE_OK && a < node->n_attribute; a++) {
-        Onnx__AttributeProto *attr = relocated_attribute(r, node->attribute[a]);
-        if (attr && (attrs || (attrs = keep_copy(r, node->attribute,
-                                                 node->n_attribute * sizeof *attrs))))
-            attrs[a] = attr;
-    }
-    if (r->status != RNNSTATE_OK || !attrs)
-        return NULL;
-    Onnx__NodeProto *copy = keep_copy(r, node, sizeof *node);
+    Onnx__AttributeProto **attrs =
+        relocated_array(r, node->attribute, node->n_attribute, RELOCATE_ATTRIBUTES);
+    Onnx__NodeProto *copy = copy_if_changed(r, node, sizeof *node, attrs);
     if (copy)
         copy->attribute = attrs;
     return copy;
@@ -648,18 +651,12 @@ static Onnx__NodeProto *relocated_node(relocations *r, const Onnx__NodeProto *no
 
 static Onnx__GraphProto *relocated_graph(relocations *r, const Onnx__GraphProto *g)
 {
-    Onnx__TensorProto **inits = relocated_tensors(r, g->initializer, g->n_initializer);
-    Onnx__SparseTensorProto **sparse_inits =
-        relocated_sparse_tensors(r, g->sparse_initializer, g->n_sparse_initializer);
-    Onnx__NodeProto **nodes = NULL;
-    for (size_t n = 0; r->status == RNNSTATE_OK && n < g->n_node; n++) {
-        Onnx__NodeProto *node = relocated_node(r, g->node[n]);
-        if (node && (nodes || (nodes = keep_copy(r, g->node, g->n_node * sizeof *nodes))))
-            nodes[n] = node;
-    }
-    if (r->status != RNNSTATE_OK || (!inits && !sparse_inits && !nodes))
-        return NULL;
-    Onnx__GraphProto *copy = keep_copy(r, g, sizeof *g);
+    Onnx__TensorProto **inits =
+        relocated_array(r, g->initializer, g->n_initializer, RELOCATE_TENSORS);
+    Onnx__SparseTensorProto **sparse_inits = relocated_array(
+        r, g->sparse_initializer, g->n_sparse_initializer, RELOCATE_SPARSE_TENSORS);
+    Onnx__NodeProto **nodes = relocated_array(r, g->node, g->n_node, RELOCATE_NODES);
+    Onnx__GraphProto *copy = copy_if_changed(r, g, sizeof *g, inits || sparse_inits || nodes);
     if (copy) {
         copy->initializer = inits ? inits : g->initializer;
         copy->sparse_initializer = sparse_inits ? sparse_inits : g->sparse_initializer;

@@ -1,6 +1,7 @@
 #include "array.h"
 #include "onnx_build.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,22 @@ bool set_string(char **field, const char *s)
     free(*field);
     *field = copy;
     return true;
+}
+
+/* A new, initialised message of type `desc` whose string field at byte offset
+ * `field` holds a copy of `value` (left unset when value is NULL); NULL when
+ * out of memory. Every constructor below starts here. */
+static void *message_new(const ProtobufCMessageDescriptor *desc, size_t field, const char *value)
+{
+    ProtobufCMessage *m = malloc(desc->sizeof_message);
+    if (!m)
+        return NULL;
+    protobuf_c_message_init(desc, m);
+    if (value && !set_string((char **)((char *)m + field), value)) {
+        protobuf_c_message_free_unpacked(m, NULL);
+        return NULL;
+    }
+    return m;
 }
 
 bool append_ptr(void ***array, size_t *count, void *item)
@@ -66,15 +83,7 @@ bool append_list(char ***array, size_t *count, const char *list)
 
 Onnx__GraphProto *graph_new(const char *name)
 {
-    Onnx__GraphProto *g = malloc(sizeof *g);
-    if (!g)
-        return NULL;
-    onnx__graph_proto__init(g);
-    if (name && !set_string(&g->name, name)) {
-        free(g);
-        return NULL;
-    }
-    return g;
+    return message_new(&onnx__graph_proto__descriptor, offsetof(Onnx__GraphProto, name), name);
 }
 
 Onnx__ModelProto *model_new(int64_t ir_version, int64_t opset, const char *producer,
@@ -136,12 +145,9 @@ const char *node_output(const Onnx__NodeProto *node, size_t slot)
 
 Onnx__NodeProto *node_new(const char *op_type, const char *name)
 {
-    Onnx__NodeProto *node = malloc(sizeof *node);
-    if (!node)
-        return NULL;
-    onnx__node_proto__init(node);
-    if ((op_type && !set_string(&node->op_type, op_type)) ||
-        (name && !set_string(&node->name, name))) {
+    Onnx__NodeProto *node =
+        message_new(&onnx__node_proto__descriptor, offsetof(Onnx__NodeProto, op_type), op_type);
+    if (node && name && !set_string(&node->name, name)) {
         protobuf_c_message_free_unpacked(&node->base, NULL);
         return NULL;
     }
@@ -151,95 +157,87 @@ Onnx__NodeProto *node_new(const char *op_type, const char *name)
 Onnx__AttributeProto *node_add_attr(Onnx__NodeProto *node, const char *name,
                                     Onnx__AttributeProto__AttributeType type)
 {
-    Onnx__AttributeProto *attr = malloc(sizeof *attr);
+    Onnx__AttributeProto *attr =
+        message_new(&onnx__attribute_proto__descriptor, offsetof(Onnx__AttributeProto, name), name);
     if (!attr)
         return NULL;
-    onnx__attribute_proto__init(attr);
     attr->has_type = 1;
     attr->type = type;
-    if (!set_string(&attr->name, name) || !APPEND_PTR(&node->attribute, &node->n_attribute, attr)) {
+    if (!APPEND_PTR(&node->attribute, &node->n_attribute, attr)) {
         protobuf_c_message_free_unpacked(&attr->base, NULL);
         return NULL;
     }
     return attr;
 }
 
+/* Adds attribute `name` with the type and value of `value` (a compound
+ * literal: its base and name do not count). The attribute takes what the value
+ * points to (ints, s, t, g), which is freed when it cannot be added. */
+static bool node_add_filled_attr(Onnx__NodeProto *node, const char *name,
+                                 const Onnx__AttributeProto *value)
+{
+    Onnx__AttributeProto *attr = node_add_attr(node, name, value->type);
+    if (!attr) {
+        free(value->ints);
+        free(value->s.data);
+        if (value->t)
+            protobuf_c_message_free_unpacked(&value->t->base, NULL);
+        if (value->g)
+            protobuf_c_message_free_unpacked(&value->g->base, NULL);
+        return false;
+    }
+    Onnx__AttributeProto filled = *value;
+    filled.base = attr->base;
+    filled.name = attr->name;
+    *attr = filled;
+    return true;
+}
+
 bool node_add_int_attr(Onnx__NodeProto *node, const char *name, int64_t value)
 {
-    Onnx__AttributeProto *attr = node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
-    if (attr) {
-        attr->has_i = 1;
-        attr->i = value;
-    }
-    return attr != NULL;
+    return node_add_filled_attr(node, name, &(Onnx__AttributeProto){
+        .type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, .has_i = 1, .i = value });
 }
 
 bool node_add_float_attr(Onnx__NodeProto *node, const char *name, float value)
 {
-    Onnx__AttributeProto *attr =
-        node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
-    if (attr) {
-        attr->has_f = 1;
-        attr->f = value;
-    }
-    return attr != NULL;
+    return node_add_filled_attr(node, name, &(Onnx__AttributeProto){
+        .type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, .has_f = 1, .f = value });
 }
 
 bool node_add_ints_attr(Onnx__NodeProto *node, const char *name, const int64_t *values,
                         size_t n)
 {
     int64_t *copy = malloc((n ? n : 1) * sizeof *copy);
-    Onnx__AttributeProto *attr =
-        copy ? node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) : NULL;
-    if (!attr) {
-        free(copy);
+    if (!copy)
         return false;
-    }
     if (n)
         memcpy(copy, values, n * sizeof *copy);
-    attr->ints = copy;
-    attr->n_ints = n;
-    return true;
+    return node_add_filled_attr(node, name, &(Onnx__AttributeProto){
+        .type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, .n_ints = n, .ints = copy });
 }
 
 bool node_add_string_attr(Onnx__NodeProto *node, const char *name, const char *value)
 {
     size_t len = strlen(value);
     uint8_t *copy = malloc(len ? len : 1);
-    Onnx__AttributeProto *attr =
-        copy ? node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING) : NULL;
-    if (!attr) {
-        free(copy);
+    if (!copy)
         return false;
-    }
     memcpy(copy, value, len);
-    attr->has_s = 1;
-    attr->s = (ProtobufCBinaryData){ len, copy };
-    return true;
+    return node_add_filled_attr(node, name, &(Onnx__AttributeProto){
+        .type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, .has_s = 1, .s = { len, copy } });
 }
 
 bool node_add_tensor_attr(Onnx__NodeProto *node, const char *name, Onnx__TensorProto *t)
 {
-    Onnx__AttributeProto *attr =
-        node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
-    if (!attr) {
-        protobuf_c_message_free_unpacked(&t->base, NULL);
-        return false;
-    }
-    attr->t = t;
-    return true;
+    return node_add_filled_attr(node, name, &(Onnx__AttributeProto){
+        .type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR, .t = t });
 }
 
 bool node_add_graph_attr(Onnx__NodeProto *node, const char *name, Onnx__GraphProto *g)
 {
-    Onnx__AttributeProto *attr =
-        node_add_attr(node, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
-    if (!attr) {
-        protobuf_c_message_free_unpacked(&g->base, NULL);
-        return false;
-    }
-    attr->g = g;
-    return true;
+    return node_add_filled_attr(node, name, &(Onnx__AttributeProto){
+        .type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH, .g = g });
 }
 
 const Onnx__AttributeProto *node_attr(const Onnx__NodeProto *node, const char *name)
@@ -272,17 +270,13 @@ const char *node_attr_string(const Onnx__NodeProto *node, const char *name, char
 
 static Onnx__TensorShapeProto__Dimension *dimension_new(const dim_info *d)
 {
-    Onnx__TensorShapeProto__Dimension *dim = malloc(sizeof *dim);
+    Onnx__TensorShapeProto__Dimension *dim =
+        message_new(&onnx__tensor_shape_proto__dimension__descriptor,
+                    offsetof(Onnx__TensorShapeProto__Dimension, dim_param), d->param);
     if (!dim)
         return NULL;
-    onnx__tensor_shape_proto__dimension__init(dim);
     if (d->param) {
         dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-        dim->dim_param = strdup(d->param);
-        if (!dim->dim_param) {
-            free(dim);
-            return NULL;
-        }
     } else if (d->known) {
         dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
         dim->dim_value = d->value;
@@ -321,19 +315,24 @@ static Onnx__TypeProto *tensor_type_new(int32_t elem_type, const dim_info *dims,
     return type;
 }
 
+/* A value info named `name` that owns `type` (NULL: no type); the type is
+ * freed with it when the value info cannot be made. */
+static Onnx__ValueInfoProto *value_info_with_type(const char *name, Onnx__TypeProto *type)
+{
+    Onnx__ValueInfoProto *vi = message_new(&onnx__value_info_proto__descriptor,
+                                           offsetof(Onnx__ValueInfoProto, name), name);
+    if (vi)
+        vi->type = type;
+    else if (type)
+        protobuf_c_message_free_unpacked(&type->base, NULL);
+    return vi;
+}
+
 Onnx__ValueInfoProto *value_info_new(const char *name, int32_t elem_type, const dim_info *dims,
                                      size_t rank)
 {
-    Onnx__ValueInfoProto *vi = malloc(sizeof *vi);
-    if (!vi)
-        return NULL;
-    onnx__value_info_proto__init(vi);
-    vi->type = tensor_type_new(elem_type, dims, rank);
-    if (!vi->type || !set_string(&vi->name, name)) {
-        protobuf_c_message_free_unpacked(&vi->base, NULL);
-        return NULL;
-    }
-    return vi;
+    Onnx__TypeProto *type = tensor_type_new(elem_type, dims, rank);
+    return type ? value_info_with_type(name, type) : NULL;
 }
 
 const Onnx__TensorShapeProto *value_info_shape(const Onnx__ValueInfoProto *vi)
@@ -434,56 +433,49 @@ Onnx__ValueInfoProto *value_info_from_text(const char *name, int32_t elem_type, 
     return vi;
 }
 
+/* A deep copy of `type` through the wire format, which keeps every field. */
+static Onnx__TypeProto *type_copy(const Onnx__TypeProto *type)
+{
+    size_t size = onnx__type_proto__get_packed_size(type);
+    unsigned char *buf = malloc(size ? size : 1);
+    if (!buf)
+        return NULL;
+    onnx__type_proto__pack(type, buf);
+    Onnx__TypeProto *copy = onnx__type_proto__unpack(NULL, size, buf);
+    free(buf);
+    return copy;
+}
+
 Onnx__ValueInfoProto *value_info_copy(const Onnx__ValueInfoProto *src, const char *name)
 {
-    Onnx__ValueInfoProto *vi = malloc(sizeof *vi);
-    if (!vi)
+    Onnx__TypeProto *type = src->type ? type_copy(src->type) : NULL;
+    if (src->type && !type)
         return NULL;
-    onnx__value_info_proto__init(vi);
-    /* a deep copy through the wire format keeps every field of the type */
-    size_t size = src->type ? onnx__type_proto__get_packed_size(src->type) : 0;
-    unsigned char *buf = malloc(size ? size : 1);
-    if (buf && src->type) {
-        onnx__type_proto__pack(src->type, buf);
-        vi->type = onnx__type_proto__unpack(NULL, size, buf);
-    }
-    free(buf);
-    if ((src->type && !vi->type) || !set_string(&vi->name, name)) {
-        protobuf_c_message_free_unpacked(&vi->base, NULL);
-        return NULL;
-    }
-    return vi;
+    return value_info_with_type(name, type);
 }
 
 Onnx__TensorProto *tensor_shell_new(const char *name, int32_t elem_type, const int64_t *dims,
                                     size_t rank)
 {
-    Onnx__TensorProto *t = malloc(sizeof *t);
-    if (!t)
-        return NULL;
-    onnx__tensor_proto__init(t);
-    t->has_data_type = 1;
-    t->data_type = elem_type;
-    t->dims = malloc((rank ? rank : 1) * sizeof *t->dims);
-    if (!t->dims || (name && !set_string(&t->name, name))) {
-        protobuf_c_message_free_unpacked(&t->base, NULL);
+    int64_t *copy = malloc((rank ? rank : 1) * sizeof *copy);
+    Onnx__TensorProto *t =
+        copy ? message_new(&onnx__tensor_proto__descriptor, offsetof(Onnx__TensorProto, name), name)
+             : NULL;
+    if (!t) {
+        free(copy);
         return NULL;
     }
-    t->n_dims = rank;
     if (rank)
-        memcpy(t->dims, dims, rank * sizeof *t->dims);
+        memcpy(copy, dims, rank * sizeof *copy);
+    t->has_data_type = 1;
+    t->data_type = elem_type;
+    t->dims = copy;
+    t->n_dims = rank;
     return t;
 }
 
 Onnx__StringStringEntryProto *string_entry_new(const char *key)
 {
-    Onnx__StringStringEntryProto *e = malloc(sizeof *e);
-    if (!e)
-        return NULL;
-    onnx__string_string_entry_proto__init(e);
-    if (!set_string(&e->key, key)) {
-        free(e);
-        return NULL;
-    }
-    return e;
+    return message_new(&onnx__string_string_entry_proto__descriptor,
+                       offsetof(Onnx__StringStringEntryProto, key), key);
 }

@@ -80,65 +80,47 @@ bool bytes_uniform(const unsigned char *bytes, size_t size, size_t elem_size)
     return true;
 }
 
-/* Copies `count` typed values into little-endian bytes of width `width`,
- * truncating wider storage (float16 bits kept in int32_data, ...). */
+/* Stores the low `width` bytes of `value` little-endian at `out`. */
 static void store_le(unsigned char *out, uint64_t value, size_t width)
 {
     for (size_t b = 0; b < width; b++)
         out[b] = (unsigned char)(value >> (8 * b));
 }
 
+/* Element i of t's typed field as bits, of which store_le keeps the element's
+ * width (float16 bits kept in int32_data, ...). */
+static uint64_t typed_bits(const Onnx__TensorProto *t, size_t i)
+{
+    uint32_t bits32;
+    uint64_t bits64;
+    switch (t->data_type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        memcpy(&bits32, &t->float_data[i], sizeof bits32);
+        return bits32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        memcpy(&bits64, &t->double_data[i], sizeof bits64);
+        return bits64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return (uint64_t)t->int64_data[i];
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
+        return t->uint64_data[i];
+    default:
+        return (uint32_t)t->int32_data[i];
+    }
+}
+
+/* Copies `count` typed values into little-endian bytes of width `width`; the
+ * caller has checked typed_count. The complex types are not read. */
 static bool typed_to_bytes(const Onnx__TensorProto *t, size_t count, size_t width,
                            unsigned char *out)
 {
-    switch (t->data_type) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
-        if (t->n_float_data != count)
-            return false;
-        for (size_t i = 0; i < count; i++) {
-            uint32_t bits;
-            memcpy(&bits, &t->float_data[i], 4);
-            store_le(out + i * width, bits, width);
-        }
-        return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
-        if (t->n_double_data != count)
-            return false;
-        for (size_t i = 0; i < count; i++) {
-            uint64_t bits;
-            memcpy(&bits, &t->double_data[i], 8);
-            store_le(out + i * width, bits, width);
-        }
-        return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
-        if (t->n_int64_data != count)
-            return false;
-        for (size_t i = 0; i < count; i++)
-            store_le(out + i * width, (uint64_t)t->int64_data[i], width);
-        return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64:
-        if (t->n_uint64_data != count)
-            return false;
-        for (size_t i = 0; i < count; i++)
-            store_le(out + i * width, t->uint64_data[i], width);
-        return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
-        if (t->n_int32_data != count)
-            return false;
-        for (size_t i = 0; i < count; i++)
-            store_le(out + i * width, (uint32_t)t->int32_data[i], width);
-        return true;
-    default:
+    if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX64 ||
+        t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128)
         return false;
-    }
+    for (size_t i = 0; i < count; i++)
+        store_le(out + i * width, typed_bits(t, i), width);
+    return true;
 }
 
 /* How many elements the typed field for t's data type holds. */
