@@ -186,9 +186,11 @@ static bool node_add_filled_attr(Onnx__NodeProto *node, const char *name,
             protobuf_c_message_free_unpacked(&value->g->base, NULL);
         return false;
     }
+    /* what node_add_attr set stays; every other field comes from value */
     Onnx__AttributeProto filled = *value;
     filled.base = attr->base;
     filled.name = attr->name;
+    filled.has_type = attr->has_type;
     *attr = filled;
     return true;
 }
