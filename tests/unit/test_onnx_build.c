@@ -117,6 +117,15 @@ static void test_model_and_node_constructors(void **state)
     char buf[16];
     assert_string_equal(node_attr_string(n, "direction", buf, sizeof buf), "reverse");
     assert_string_equal(n->attribute[3]->g->name, "body");
+    /* a value field without its type makes ONNX drop the attribute's type */
+    static const Onnx__AttributeProto__AttributeType types[] = {
+        ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT,
+        ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH
+    };
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        assert_true(n->attribute[i]->has_type);
+        assert_int_equal(n->attribute[i]->type, types[i]);
+    }
     assert_true(APPEND_PTR(&m->graph->node, &m->graph->n_node, n));
 
     Onnx__TensorProto *t = tensor_shell_new(NULL, MB_INT64, (const int64_t[]){ 2, 3 }, 2);
