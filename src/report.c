@@ -139,42 +139,46 @@ void report_node_set_reason(report_builder *rb, size_t node, const char *fmt, ..
     n->reason = text;
 }
 
-void report_node_warn(report_builder *rb, size_t node, const char *fmt, ...)
+/* The per-node lists of strings a pass appends to. */
+typedef enum node_list { NODE_WARNINGS, NODE_DECISIONS, NODE_INPUTS_ADDED, NODE_OUTPUTS_ADDED } node_list;
+
+/* Appends `text` (owned; NULL when its allocation failed) to one list of a
+ * node; the unknown node SIZE_MAX takes nothing. */
+static void push_node_string(report_builder *rb, size_t node, node_list which, char *text)
 {
-    FORMAT_INTO(text, fmt);
     if (node == SIZE_MAX) {
         free(text);
         return;
     }
     rnnstate_node_report *n = node_at(rb, node);
-    push_string(rb, &n->n_warnings, &n->warnings, text);
+    switch (which) {
+    case NODE_WARNINGS: push_string(rb, &n->n_warnings, &n->warnings, text); break;
+    case NODE_DECISIONS: push_string(rb, &n->n_decisions, &n->decisions, text); break;
+    case NODE_INPUTS_ADDED: push_string(rb, &n->n_inputs_added, &n->inputs_added, text); break;
+    case NODE_OUTPUTS_ADDED: push_string(rb, &n->n_outputs_added, &n->outputs_added, text); break;
+    }
+}
+
+void report_node_warn(report_builder *rb, size_t node, const char *fmt, ...)
+{
+    FORMAT_INTO(text, fmt);
+    push_node_string(rb, node, NODE_WARNINGS, text);
 }
 
 void report_node_decide(report_builder *rb, size_t node, const char *fmt, ...)
 {
     FORMAT_INTO(text, fmt);
-    if (node == SIZE_MAX) {
-        free(text);
-        return;
-    }
-    rnnstate_node_report *n = node_at(rb, node);
-    push_string(rb, &n->n_decisions, &n->decisions, text);
+    push_node_string(rb, node, NODE_DECISIONS, text);
 }
 
 void report_node_input_added(report_builder *rb, size_t node, const char *name)
 {
-    if (node == SIZE_MAX)
-        return;
-    rnnstate_node_report *n = node_at(rb, node);
-    push_string(rb, &n->n_inputs_added, &n->inputs_added, strdup(name));
+    push_node_string(rb, node, NODE_INPUTS_ADDED, node == SIZE_MAX ? NULL : strdup(name));
 }
 
 void report_node_output_added(report_builder *rb, size_t node, const char *name)
 {
-    if (node == SIZE_MAX)
-        return;
-    rnnstate_node_report *n = node_at(rb, node);
-    push_string(rb, &n->n_outputs_added, &n->outputs_added, strdup(name));
+    push_node_string(rb, node, NODE_OUTPUTS_ADDED, node == SIZE_MAX ? NULL : strdup(name));
 }
 
 void report_note(report_builder *rb, const char *fmt, ...)
@@ -295,18 +299,22 @@ static const char *status_word(rnnstate_node_status s)
 
 /* Every string in the text report comes from the model or its path, so each
  * goes through sb_add_escaped(); only the fixed words around them do not. */
-static void add_shape_text(strbuf *sb, const rnnstate_state_pair *p)
+/* A pair's shape: [1,batch,16] in text, [1, "batch", 16] in JSON; an
+ * unknown dimension is ? or null. */
+static void add_shape(strbuf *sb, const rnnstate_state_pair *p, bool json)
 {
     sb_adds(sb, "[");
     for (size_t d = 0; d < p->rank; d++) {
         if (d)
-            sb_adds(sb, ",");
-        if (p->shape[d].param)
+            sb_adds(sb, json ? ", " : ",");
+        if (p->shape[d].param && json)
+            sb_add_json_string(sb, p->shape[d].param);
+        else if (p->shape[d].param)
             sb_add_escaped(sb, p->shape[d].param);
         else if (p->shape[d].value >= 0)
             sb_addf(sb, "%lld", (long long)p->shape[d].value);
         else
-            sb_adds(sb, "?");
+            sb_adds(sb, json ? "null" : "?");
     }
     sb_adds(sb, "]");
 }
@@ -364,7 +372,7 @@ static void add_pair_text(strbuf *sb, const rnnstate_state_pair *p, const char *
     sb_adds(sb, " -> ");
     sb_add_escaped(sb, p->output);
     sb_adds(sb, " ");
-    add_shape_text(sb, p);
+    add_shape(sb, p, false);
     sb_addf(sb, " %s, %s%s\n", p->dtype, p->optional ? "optional" : "required",
             p->added ? "" : ", already in the model");
 }
@@ -460,18 +468,9 @@ void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added)
     sb_add_json_string(sb, p->input);
     sb_adds(sb, ", \"output\": ");
     sb_add_json_string(sb, p->output);
-    sb_adds(sb, ", \"shape\": [");
-    for (size_t d = 0; d < p->rank; d++) {
-        if (d)
-            sb_adds(sb, ", ");
-        if (p->shape[d].param)
-            sb_add_json_string(sb, p->shape[d].param);
-        else if (p->shape[d].value >= 0)
-            sb_addf(sb, "%lld", (long long)p->shape[d].value);
-        else
-            sb_adds(sb, "null");
-    }
-    sb_addf(sb, "], \"dtype\": \"%s\", \"batch_axis\": ", p->dtype);
+    sb_adds(sb, ", \"shape\": ");
+    add_shape(sb, p, true);
+    sb_addf(sb, ", \"dtype\": \"%s\", \"batch_axis\": ", p->dtype);
     if (p->batch_axis >= 0)
         sb_addf(sb, "%d", p->batch_axis);
     else

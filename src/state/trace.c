@@ -193,17 +193,29 @@ const Onnx__TensorProto *constant_tensor(const scope *s, const char *value)
     return a ? a->t : NULL;
 }
 
+/* The declarations of a value, in the order they are trusted: graph input,
+ * value_info, graph output. Fills `out` and returns how many there are. */
+static size_t declarations(const scope *o, const value_entry *e,
+                           const Onnx__ValueInfoProto *out[3])
+{
+    const Onnx__GraphProto *g = o->graph;
+    size_t n = 0;
+    if (e->graph_input >= 0)
+        out[n++] = g->input[e->graph_input];
+    if (e->value_info >= 0)
+        out[n++] = g->value_info[e->value_info];
+    if (e->graph_output >= 0)
+        out[n++] = g->output[e->graph_output];
+    return n;
+}
+
 /* The declared shape of a value (graph input, value_info or output). */
 static const Onnx__TensorShapeProto *declared_shape(const scope *o, const value_entry *e)
 {
-    const Onnx__GraphProto *g = o->graph;
+    const Onnx__ValueInfoProto *decl[3];
     const Onnx__TensorShapeProto *sh = NULL;
-    if (e->graph_input >= 0)
-        sh = value_info_shape(g->input[e->graph_input]);
-    if (!sh && e->value_info >= 0)
-        sh = value_info_shape(g->value_info[e->value_info]);
-    if (!sh && e->graph_output >= 0)
-        sh = value_info_shape(g->output[e->graph_output]);
+    for (size_t i = 0, n = declarations(o, e, decl); !sh && i < n; i++)
+        sh = value_info_shape(decl[i]);
     return sh;
 }
 
@@ -219,13 +231,10 @@ int32_t declared_elem_type(const scope *s, const char *value)
     if (!e)
         return 0;
     const Onnx__GraphProto *g = o->graph;
+    const Onnx__ValueInfoProto *decl[3];
     int32_t t = 0;
-    if (e->graph_input >= 0)
-        t = value_info_elem_type(g->input[e->graph_input]);
-    if (!t && e->value_info >= 0)
-        t = value_info_elem_type(g->value_info[e->value_info]);
-    if (!t && e->graph_output >= 0)
-        t = value_info_elem_type(g->output[e->graph_output]);
+    for (size_t i = 0, n = declarations(o, e, decl); !t && i < n; i++)
+        t = value_info_elem_type(decl[i]);
     if (!t && e->initializer >= 0)
         t = g->initializer[e->initializer]->data_type;
     return t;
