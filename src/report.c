@@ -330,6 +330,17 @@ static void add_names_text(strbuf *sb, const char *what, size_t n, const char *c
     }
 }
 
+/* Appends each of the n `values`, escaped (they come from the model or its
+ * path), followed by the fixed words after[i]. */
+static void add_escaped_between(strbuf *sb, size_t n, const char *const values[],
+                                const char *const after[])
+{
+    for (size_t i = 0; i < n; i++) {
+        sb_add_escaped(sb, values[i]);
+        sb_adds(sb, after[i]);
+    }
+}
+
 /* One line: the label and `text`, escaped, with the fixed words `before` between. */
 static void add_line_text(strbuf *sb, const char *label, const char *before, const char *text)
 {
@@ -342,14 +353,10 @@ static void add_line_text(strbuf *sb, const char *label, const char *before, con
 static void add_node_text(strbuf *sb, const rnnstate_node_report *n, const char *label,
                           bool verbose)
 {
-    sb_add_escaped(sb, label);
-    sb_adds(sb, ": ");
-    sb_add_escaped(sb, n->graph);
-    sb_adds(sb, " ");
-    sb_add_escaped(sb, n->op);
-    sb_adds(sb, " '");
-    sb_add_escaped(sb, n->name);
-    sb_addf(sb, "': %s", status_word(n->status));
+    const char *const values[] = { label, n->graph, n->op, n->name };
+    const char *const after[] = { ": ", " ", " '", "': " };
+    add_escaped_between(sb, 4, values, after);
+    sb_adds(sb, status_word(n->status));
     if (n->reason) {
         sb_adds(sb, " (");
         sb_add_escaped(sb, n->reason);
@@ -366,12 +373,9 @@ static void add_node_text(strbuf *sb, const rnnstate_node_report *n, const char 
 
 static void add_pair_text(strbuf *sb, const rnnstate_state_pair *p, const char *label)
 {
-    sb_add_escaped(sb, label);
-    sb_adds(sb, ": state ");
-    sb_add_escaped(sb, p->input);
-    sb_adds(sb, " -> ");
-    sb_add_escaped(sb, p->output);
-    sb_adds(sb, " ");
+    const char *const values[] = { label, p->input, p->output };
+    const char *const after[] = { ": state ", " -> ", " " };
+    add_escaped_between(sb, 3, values, after);
     add_shape(sb, p, false);
     sb_addf(sb, " %s, %s%s\n", p->dtype, p->optional ? "optional" : "required",
             p->added ? "" : ", already in the model");
@@ -439,22 +443,25 @@ static void add_json_names(strbuf *sb, size_t n, const char *const *names)
 
 static void add_json_node(strbuf *sb, const rnnstate_node_report *n)
 {
-    sb_adds(sb, "{\"graph\": ");
-    sb_add_json_string(sb, n->graph);
-    sb_adds(sb, ", \"op\": ");
-    sb_add_json_string(sb, n->op);
-    sb_adds(sb, ", \"name\": ");
-    sb_add_json_string(sb, n->name);
+    const struct { const char *key, *value; } strings[] = {
+        { "graph", n->graph }, { "op", n->op }, { "name", n->name },
+    };
+    const struct { const char *key; size_t n; const char *const *names; } lists[] = {
+        { "warnings", n->n_warnings, n->warnings },
+        { "inputs_added", n->n_inputs_added, n->inputs_added },
+        { "outputs_added", n->n_outputs_added, n->outputs_added },
+        { "decisions", n->n_decisions, n->decisions },
+    };
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        sb_addf(sb, "%s\"%s\": ", i ? ", " : "{", strings[i].key);
+        sb_add_json_string(sb, strings[i].value);
+    }
     sb_addf(sb, ", \"status\": \"%s\", \"reason\": ", status_word(n->status));
     sb_add_json_string(sb, n->reason);
-    sb_adds(sb, ", \"warnings\": ");
-    add_json_names(sb, n->n_warnings, n->warnings);
-    sb_adds(sb, ", \"inputs_added\": ");
-    add_json_names(sb, n->n_inputs_added, n->inputs_added);
-    sb_adds(sb, ", \"outputs_added\": ");
-    add_json_names(sb, n->n_outputs_added, n->outputs_added);
-    sb_adds(sb, ", \"decisions\": ");
-    add_json_names(sb, n->n_decisions, n->decisions);
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        sb_addf(sb, ", \"%s\": ", lists[i].key);
+        add_json_names(sb, lists[i].n, lists[i].names);
+    }
     if (n->fixed_sequence_length >= 0)
         sb_addf(sb, ", \"fixed_sequence_length\": %lld", (long long)n->fixed_sequence_length);
     else
