@@ -5,58 +5,19 @@
 
 #include "graph_index.h"
 #include "model.h"
+#include "scope.h"
 #include "onnx_build.h"
 #include "tensor_util.h"
 
 /* Graph inputs, outputs and initializers must each have unique names, and no
  * value may be produced twice (by two nodes, or by a node and an input or
- * initializer). */
-static rnnstate_status check_unique(const Onnx__GraphProto *g, const char *label,
+ * initializer); the index notes the first name that breaks this. */
+static rnnstate_status check_unique(const graph_index *gi, const char *label,
                                     const char *what_failed, rnnstate_error *err)
 {
-    strmap seen = STRMAP_INIT;
-    rnnstate_status st = RNNSTATE_OK;
-    const char *dup = NULL, *what = NULL;
-    for (size_t i = 0; !dup && i < g->n_input; i++)
-        if (strmap_get(&seen, str_or_empty(g->input[i]->name)) >= 0)
-            dup = g->input[i]->name, what = "graph input";
-        else if (!strmap_put(&seen, str_or_empty(g->input[i]->name), 0))
-            st = RNNSTATE_ERR_NOMEM;
-    /* an initializer may share an input's name (that is a default), not another's */
-    strmap inits = STRMAP_INIT;
-    for (size_t i = 0; !dup && st == RNNSTATE_OK && i < g->n_initializer; i++) {
-        const char *n = str_or_empty(g->initializer[i]->name);
-        if (strmap_get(&inits, n) >= 0)
-            dup = n, what = "initializer";
-        else if (!strmap_put(&inits, n, 0) || !strmap_put(&seen, n, 0))
-            st = RNNSTATE_ERR_NOMEM;
-    }
-    for (size_t n = 0; !dup && st == RNNSTATE_OK && n < g->n_node; n++) {
-        const Onnx__NodeProto *node = g->node[n];
-        for (size_t o = 0; !dup && o < node->n_output; o++) {
-            const char *v = str_or_empty(node->output[o]);
-            if (!*v)
-                continue;
-            if (strmap_get(&seen, v) >= 0)
-                dup = v, what = "value produced";
-            else if (!strmap_put(&seen, v, 0))
-                st = RNNSTATE_ERR_NOMEM;
-        }
-    }
-    strmap out = STRMAP_INIT;
-    for (size_t i = 0; !dup && st == RNNSTATE_OK && i < g->n_output; i++)
-        if (strmap_get(&out, str_or_empty(g->output[i]->name)) >= 0)
-            dup = g->output[i]->name, what = "graph output";
-        else if (!strmap_put(&out, str_or_empty(g->output[i]->name), 0))
-            st = RNNSTATE_ERR_NOMEM;
-    strmap_free(&seen);
-    strmap_free(&inits);
-    strmap_free(&out);
-    if (st != RNNSTATE_OK)
-        return set_error(err, st, "%s: out of memory", label);
-    if (dup)
+    if (gi->duplicate)
         return set_error(err, RNNSTATE_ERR_INVALID, "%s: %s: %s '%s' appears twice", label,
-                         what_failed, what, dup);
+                         what_failed, gi->duplicate_kind, gi->duplicate);
     return RNNSTATE_OK;
 }
 
@@ -269,16 +230,13 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
                                      rnnstate_error *err)
 {
     Onnx__GraphProto *g = model->proto->graph;
-    rnnstate_status st = check_unique(g, model->label, "check failed", err);
-    if (st != RNNSTATE_OK)
-        return st;
-    order_check oc = { .label = model->label, .err = err };
-    st = check_graph_order(g, NULL, &oc);
-    if (st != RNNSTATE_OK)
-        return st;
     graph_index gi = { .by_name = STRMAP_INIT };
     if (!graph_index_build(&gi, g))
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
+    rnnstate_status st = check_unique(&gi, model->label, "check failed", err);
+    order_check oc = { .label = model->label, .err = err };
+    if (st == RNNSTATE_OK)
+        st = check_graph_order(g, NULL, &oc);
     for (size_t i = 0; st == RNNSTATE_OK && i < report->n_pairs; i++)
         st = check_pair(&gi, &report->pairs[i], model->label, err);
     graph_index_free(&gi);
@@ -307,12 +265,14 @@ static rnnstate_status check_if_branches(const Onnx__NodeProto *node, const char
     return RNNSTATE_OK;
 }
 
-/* Every subgraph is held to the main graph's rules. Recursion is bounded by
- * the loader's nesting limit. */
-rnnstate_status validate_graph_names(const Onnx__GraphProto *graph, const char *label,
-                                     rnnstate_error *err)
+/* Every subgraph is held to the main graph's rules, in the order a walk
+ * down the graphs meets them. Recursion is bounded by the loader's nesting
+ * limit. */
+static rnnstate_status validate_graph(const scope_tree *tree, const Onnx__GraphProto *graph,
+                                      const char *label, rnnstate_error *err)
 {
-    rnnstate_status st = check_unique(graph, label, "invalid model", err);
+    const scope *s = scope_of_graph(tree, graph);
+    rnnstate_status st = s ? check_unique(&s->index, label, "invalid model", err) : RNNSTATE_OK;
     for (size_t n = 0; st == RNNSTATE_OK && n < graph->n_node; n++) {
         const Onnx__NodeProto *node = graph->node[n];
         if (!strcmp(str_or_empty(node->op_type), "If"))
@@ -320,10 +280,16 @@ rnnstate_status validate_graph_names(const Onnx__GraphProto *graph, const char *
         for (size_t a = 0; st == RNNSTATE_OK && a < node->n_attribute; a++) {
             const Onnx__AttributeProto *attr = node->attribute[a];
             if (attr->g)
-                st = validate_graph_names(attr->g, label, err);
+                st = validate_graph(tree, attr->g, label, err);
             for (size_t k = 0; st == RNNSTATE_OK && k < attr->n_graphs; k++)
-                st = validate_graph_names(attr->graphs[k], label, err);
+                st = validate_graph(tree, attr->graphs[k], label, err);
         }
     }
     return st;
+}
+
+rnnstate_status validate_graph_names(const scope_tree *tree, const char *label,
+                                     rnnstate_error *err)
+{
+    return validate_graph(tree, tree->scopes[0]->graph, label, err);
 }

@@ -30,6 +30,41 @@ static value_entry *entry_for(graph_index *gi, const char *name)
     return e;
 }
 
+/* Room for every value the graph can name without a node input naming
+ * something undeclared (a value from an enclosing graph): declarations and
+ * node outputs. Sizing the table and the entries once keeps building from
+ * re-placing them as they grow. */
+static bool reserve_values(graph_index *gi, const Onnx__GraphProto *g)
+{
+    size_t n = g->n_input + g->n_initializer + g->n_output + g->n_value_info;
+    for (size_t i = 0; i < g->n_node; i++)
+        n += g->node[i]->n_output;
+    if (n > INT_MAX || !strmap_reserve(&gi->by_name, n))
+        return false;
+    gi->values = malloc((n ? n : 1) * sizeof *gi->values);
+    gi->cap_values = gi->values ? (n ? n : 1) : 0;
+    return gi->values != NULL;
+}
+
+/* What a name given twice is, by the order of precedence of the loader's
+ * rule (check.c): inputs first, then initializers, values produced, outputs. */
+enum { DUP_INPUT, DUP_INITIALIZER, DUP_PRODUCED, DUP_OUTPUT, DUP_NONE };
+static const char *const duplicate_kinds[] = { "graph input", "initializer", "value produced",
+                                               "graph output" };
+
+/* Remembers the first name given twice of the highest precedence. */
+static void note_duplicate(graph_index *gi, const char *name, int kind)
+{
+    int current = DUP_NONE;
+    for (int k = 0; gi->duplicate && k < DUP_NONE; k++)
+        if (duplicate_kinds[k] == gi->duplicate_kind)
+            current = k;
+    if (kind < current) {
+        gi->duplicate = name;
+        gi->duplicate_kind = duplicate_kinds[kind];
+    }
+}
+
 /* Marks every value named inside a subgraph (at any depth) as read there.
  * Names that the subgraph defines itself are marked too: over-approximating
  * outer-scope reads only makes the cleanup pass keep a node it could drop. */
@@ -54,60 +89,54 @@ static bool mark_subgraph_reads(const Onnx__GraphProto *graph, void *ctx)
     return true;
 }
 
-/* Entries for the non-empty names of one of node n's lists: its outputs
- * (read_value NULL), recorded as produced by it; or its inputs, each read
- * counted and its value stored at read_value[(*k)++]. */
-static bool index_node_names(graph_index *gi, char *const *names, size_t n_names, size_t n,
-                             int *read_value, size_t *k)
+/* Entries for node n's outputs (recorded as produced by it) and inputs
+ * (each read counted), their values stored at node_values[*k ...]. */
+static bool index_node(graph_index *gi, const Onnx__NodeProto *node, size_t n, size_t *k)
 {
-    for (size_t slot = 0; slot < n_names; slot++) {
-        const char *name = str_or_empty(names[slot]);
-        if (!*name)
-            continue;
-        value_entry *e = entry_for(gi, name);
+    int *inputs = gi->node_values + *k, *outputs = inputs + node->n_input;
+    gi->node_first[n] = *k;
+    *k += node->n_input + node->n_output;
+    for (size_t slot = 0; slot < node->n_output; slot++) {
+        const char *name = str_or_empty(node->output[slot]);
+        value_entry *e = *name ? entry_for(gi, name) : NULL;
+        if (*name && !e)
+            return false;
+        outputs[slot] = e ? (int)(e - gi->values) : -1;
         if (!e)
-            return false;
-        if (read_value) {
-            e->n_consumers++;
-            read_value[(*k)++] = (int)(e - gi->values);
-        } else {
-            e->producer = (int)n;
-            e->producer_slot = (int)slot;
-        }
+            continue;
+        if (e->producer >= 0 || e->graph_input >= 0 || e->initializer >= 0)
+            note_duplicate(gi, e->name, DUP_PRODUCED);
+        e->producer = (int)n;
+        e->producer_slot = (int)slot;
     }
-    return true;
-}
-
-/* Producers, and which value each read (node input) names, in node order:
- * `read_value` has one entry per non-empty input. */
-static bool index_producers(graph_index *gi, Onnx__GraphProto *g, int *read_value)
-{
-    size_t k = 0;
-    for (size_t n = 0; n < g->n_node; n++) {
-        const Onnx__NodeProto *node = g->node[n];
-        if (!index_node_names(gi, node->output, node->n_output, n, NULL, NULL) ||
-            !index_node_names(gi, node->input, node->n_input, n, read_value, &k))
+    for (size_t slot = 0; slot < node->n_input; slot++) {
+        const char *name = str_or_empty(node->input[slot]);
+        value_entry *e = *name ? entry_for(gi, name) : NULL;
+        if (*name && !e)
             return false;
+        inputs[slot] = e ? (int)(e - gi->values) : -1;
+        if (e)
+            e->n_consumers++;
     }
     return true;
 }
 
 /* Every value's consumers, in node order, as slices of one array
  * (`consumer_store`) rather than an allocation per value. */
-static void index_consumers(graph_index *gi, Onnx__GraphProto *g, const int *read_value)
+static void index_consumers(graph_index *gi, Onnx__GraphProto *g)
 {
-    size_t at = 0, k = 0;
+    size_t at = 0;
     for (size_t v = 0; v < gi->n_values; v++) {
         gi->values[v].consumers = gi->consumer_store + at;
         at += gi->values[v].n_consumers;
         gi->values[v].n_consumers = 0; /* refilled below */
     }
     for (size_t n = 0; n < g->n_node; n++) {
-        const Onnx__NodeProto *node = g->node[n];
-        for (size_t i = 0; i < node->n_input; i++) {
-            if (!*str_or_empty(node->input[i]))
+        const int *inputs = graph_index_node_inputs(gi, n);
+        for (size_t i = 0; i < g->node[n]->n_input; i++) {
+            if (inputs[i] < 0)
                 continue;
-            value_entry *e = &gi->values[read_value[k++]];
+            value_entry *e = &gi->values[inputs[i]];
             e->consumers[e->n_consumers++] = (int)n;
         }
     }
@@ -115,34 +144,46 @@ static void index_consumers(graph_index *gi, Onnx__GraphProto *g, const int *rea
 
 static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
 {
-    size_t reads = 0;
-    for (size_t n = 0; n < g->n_node; n++)
+    size_t reads = 0, names = 0;
+    for (size_t n = 0; n < g->n_node; n++) {
         reads += g->node[n]->n_input;
-    int *read_value = malloc((reads ? reads : 1) * sizeof *read_value);
+        names += g->node[n]->n_input + g->node[n]->n_output;
+    }
+    gi->node_values = malloc((names ? names : 1) * sizeof *gi->node_values);
+    gi->node_first = malloc((g->n_node + 1) * sizeof *gi->node_first);
     gi->consumer_store = malloc((reads ? reads : 1) * sizeof *gi->consumer_store);
-    bool ok = read_value && gi->consumer_store && index_producers(gi, g, read_value);
-    if (ok)
-        index_consumers(gi, g, read_value);
-    free(read_value);
-    return ok;
+    if (!gi->node_values || !gi->node_first || !gi->consumer_store)
+        return false;
+    size_t k = 0;
+    for (size_t n = 0; n < g->n_node; n++)
+        if (!index_node(gi, g->node[n], n, &k))
+            return false;
+    gi->node_first[g->n_node] = k;
+    index_consumers(gi, g);
+    return true;
 }
 
 /* Records in the entry for `name` that it stands at position i of a list of
- * the graph; `field` (an offsetof value_entry) is the int that keeps it. */
-static bool record_declaration(graph_index *gi, const char *name, size_t field, size_t i)
+ * the graph; `field` (an offsetof value_entry) is the int that keeps it.
+ * A name already there is a duplicate of that `kind` (DUP_NONE: allowed). */
+static bool record_declaration(graph_index *gi, const char *name, size_t field, size_t i,
+                               int kind)
 {
     value_entry *e = entry_for(gi, str_or_empty(name));
     if (!e)
         return false;
-    *(int *)((char *)e + field) = (int)i;
+    int *at = (int *)((char *)e + field);
+    if (*at >= 0 && kind != DUP_NONE)
+        note_duplicate(gi, e->name, kind);
+    *at = (int)i;
     return true;
 }
 
 static bool record_value_infos(graph_index *gi, Onnx__ValueInfoProto *const *list, size_t n,
-                               size_t field)
+                               size_t field, int kind)
 {
     for (size_t i = 0; i < n; i++)
-        if (!record_declaration(gi, list[i]->name, field, i))
+        if (!record_declaration(gi, list[i]->name, field, i, kind))
             return false;
     return true;
 }
@@ -150,20 +191,24 @@ static bool record_value_infos(graph_index *gi, Onnx__ValueInfoProto *const *lis
 /* Entries are made in this order: inputs, initializers, outputs, value infos. */
 static bool index_declarations(graph_index *gi, Onnx__GraphProto *g)
 {
-    bool ok = record_value_infos(gi, g->input, g->n_input, offsetof(value_entry, graph_input));
+    bool ok = record_value_infos(gi, g->input, g->n_input, offsetof(value_entry, graph_input),
+                                 DUP_INPUT);
     for (size_t i = 0; ok && i < g->n_initializer; i++)
-        ok = record_declaration(gi, g->initializer[i]->name, offsetof(value_entry, initializer), i);
+        ok = record_declaration(gi, g->initializer[i]->name, offsetof(value_entry, initializer), i,
+                                DUP_INITIALIZER);
     return ok &&
-           record_value_infos(gi, g->output, g->n_output, offsetof(value_entry, graph_output)) &&
+           record_value_infos(gi, g->output, g->n_output, offsetof(value_entry, graph_output),
+                              DUP_OUTPUT) &&
            record_value_infos(gi, g->value_info, g->n_value_info,
-                              offsetof(value_entry, value_info));
+                              offsetof(value_entry, value_info), DUP_NONE);
 }
 
 bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
 {
     graph_index_free(gi);
     gi->graph = graph;
-    bool ok = index_declarations(gi, graph) && index_nodes(gi, graph);
+    bool ok = reserve_values(gi, graph) && index_declarations(gi, graph) &&
+              index_nodes(gi, graph);
     for (size_t n = 0; ok && n < graph->n_node; n++)
         ok = for_each_subgraph(graph->node[n], mark_subgraph_reads, gi);
     if (!ok)
@@ -176,6 +221,8 @@ void graph_index_free(graph_index *gi)
     if (gi->analysis)
         gi->analysis_free(gi->analysis);
     free(gi->consumer_store);
+    free(gi->node_values);
+    free(gi->node_first);
     free(gi->values);
     strmap_free(&gi->by_name);
     *gi = (graph_index){ .by_name = STRMAP_INIT };
@@ -185,6 +232,16 @@ const value_entry *graph_index_find(const graph_index *gi, const char *name)
 {
     int at = strmap_get(&gi->by_name, name);
     return at >= 0 ? &gi->values[at] : NULL;
+}
+
+const int *graph_index_node_inputs(const graph_index *gi, size_t n)
+{
+    return gi->node_values + gi->node_first[n];
+}
+
+const int *graph_index_node_outputs(const graph_index *gi, size_t n)
+{
+    return gi->node_values + gi->node_first[n] + gi->graph->node[n]->n_input;
 }
 
 bool graph_index_value_unused(const graph_index *gi, const char *name)
@@ -204,88 +261,4 @@ bool for_each_subgraph(const Onnx__NodeProto *node, subgraph_visitor visit, void
                 return false;
     }
     return true;
-}
-
-/* ---- name registry ----------------------------------------------------- */
-
-static bool register_name(name_registry *reg, const char *name)
-{
-    return !name || !*name || strmap_put(&reg->names, name, 1);
-}
-
-static bool register_value_infos(name_registry *reg, Onnx__ValueInfoProto **vis, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!register_name(reg, vis[i]->name))
-            return false;
-    return true;
-}
-
-static bool register_graph(const Onnx__GraphProto *g, void *ctx)
-{
-    name_registry *reg = ctx;
-    if (!register_value_infos(reg, g->input, g->n_input) ||
-        !register_value_infos(reg, g->output, g->n_output) ||
-        !register_value_infos(reg, g->value_info, g->n_value_info))
-        return false;
-    for (size_t i = 0; i < g->n_initializer; i++)
-        if (!register_name(reg, g->initializer[i]->name))
-            return false;
-    for (size_t i = 0; i < g->n_sparse_initializer; i++) {
-        const Onnx__SparseTensorProto *s = g->sparse_initializer[i];
-        if (s->values && !register_name(reg, s->values->name))
-            return false;
-    }
-    for (size_t n = 0; n < g->n_node; n++) {
-        const Onnx__NodeProto *node = g->node[n];
-        if (!register_name(reg, node->name))
-            return false;
-        for (size_t i = 0; i < node->n_input; i++)
-            if (!register_name(reg, node->input[i]))
-                return false;
-        for (size_t o = 0; o < node->n_output; o++)
-            if (!register_name(reg, node->output[o]))
-                return false;
-        if (!for_each_subgraph(node, register_graph, reg))
-            return false;
-    }
-    return true;
-}
-
-bool name_registry_fill(name_registry *reg, const Onnx__GraphProto *graph)
-{
-    return register_graph(graph, reg);
-}
-
-void name_registry_free(name_registry *reg)
-{
-    strmap_free(&reg->names);
-    strmap_free(&reg->next_suffix);
-}
-
-bool name_registry_has(const name_registry *reg, const char *name)
-{
-    return strmap_get(&reg->names, name) >= 0;
-}
-
-/* The suffix to try next is remembered per base name, so that many nodes
- * asking for one base (a template without {k}) take linear time, not
- * quadratic. */
-char *name_registry_unique(name_registry *reg, const char *base)
-{
-    size_t cap = strlen(base) + 24;
-    char *name = malloc(cap);
-    if (!name)
-        return NULL;
-    snprintf(name, cap, "%s", base);
-    int k = strmap_get(&reg->next_suffix, base);
-    if (k < 1)
-        k = 1;
-    while (name_registry_has(reg, name) && k < INT_MAX)
-        snprintf(name, cap, "%s_%d", base, k++);
-    if (!register_name(reg, name) || !strmap_put(&reg->next_suffix, base, k)) {
-        free(name);
-        return NULL;
-    }
-    return name;
 }

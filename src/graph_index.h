@@ -4,11 +4,7 @@
  * ran; the `name` pointers borrow the graph's strings. A pass that changes the
  * graph rebuilds the index (graph_index_build() again) before relying on it.
  * Indices (node, input, initializer, ...) are positions in the GraphProto's
- * arrays; -1 means "none". Building is linear in the size of the graph.
- *
- * name_registry: every name used anywhere in a model (values and nodes, in
- * every graph and subgraph) so that generated names never collide. It owns
- * copies of the names and outlives graph edits. */
+ * arrays; -1 means "none". Building is linear in the size of the graph. */
 #ifndef RNNSTATE_GRAPH_INDEX_H
 #define RNNSTATE_GRAPH_INDEX_H
 
@@ -38,6 +34,16 @@ typedef struct graph_index {
     size_t n_values;
     size_t cap_values;
     int *consumer_store; /* every value's consumers, one slice after another */
+    /* The value each node's inputs and then outputs name, in node order:
+     * node n's are node_values[node_first[n] ...], its inputs first; -1 for
+     * an empty name. Walks in node order use them instead of hashing names. */
+    int *node_values;
+    size_t *node_first;  /* n_node + 1 offsets */
+    /* The first name the graph declares or produces twice (the loader's
+     * uniqueness rule, see check.c), or NULL; duplicate_kind says what it
+     * is: "graph input", "initializer", "value produced", "graph output". */
+    const char *duplicate;
+    const char *duplicate_kind;
     /* Answers an analysis (state/trace.c) memoized per value of this index;
      * freed with analysis_free() when the index is rebuilt or freed, so they
      * never outlive the graph they describe. */
@@ -52,21 +58,13 @@ void graph_index_free(graph_index *gi);
 /* The entry for a value name, or NULL when the graph does not mention it. */
 const value_entry *graph_index_find(const graph_index *gi, const char *name);
 
+/* The values node n reads: n_input entries (-1 for an empty name). */
+const int *graph_index_node_inputs(const graph_index *gi, size_t n);
+/* The values node n produces: n_output entries (-1 for an empty name). */
+const int *graph_index_node_outputs(const graph_index *gi, size_t n);
+
 /* True when nothing reads the value and it is not a graph output. */
 bool graph_index_value_unused(const graph_index *gi, const char *name);
-
-typedef struct name_registry {
-    strmap names;
-    strmap next_suffix; /* per base name: the first suffix not yet tried */
-} name_registry;
-
-/* Collects every name in the model's graph and its subgraphs. */
-bool name_registry_fill(name_registry *reg, const Onnx__GraphProto *graph);
-void name_registry_free(name_registry *reg);
-bool name_registry_has(const name_registry *reg, const char *name);
-/* Returns a new malloc'd name, `base` itself when it is free, else `base_1`,
- * `base_2`, ...; the name is registered so it is never handed out twice. */
-char *name_registry_unique(name_registry *reg, const char *base);
 
 /* Calls visit(graph, ctx) for every subgraph held in a node's attributes
  * (If branches, Loop and Scan bodies), not recursing further. */

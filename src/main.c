@@ -712,11 +712,13 @@ typedef struct job_streams {
     FILE *text, *errors;
 } job_streams;
 
-/* The model of a run's only job is not freed: the process is about to exit,
- * and freeing a large graph costs as much as a quarter of the run. Kept
- * reachable here so leak checkers do not report it (volatile: a store the
- * program never reads back would otherwise be optimized away). */
+/* The model and report of a run's only job are not freed: the process is
+ * about to exit, and freeing a large graph costs as much as a quarter of
+ * the run. Kept reachable here so leak checkers do not report them
+ * (volatile: a store the program never reads back would otherwise be
+ * optimized away). */
 static rnnstate_model *volatile model_left_for_exit;
+static rnnstate_report *volatile report_left_for_exit;
 
 /* Processes one job; *report is NULL when it failed (err then says why). */
 static void process(const cli *c, const job *j, run_state *rs, job_streams out, bool last,
@@ -931,8 +933,11 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     free(rs.inputs);
     free(rs.cleaned_dir);
     pthread_mutex_destroy(&rs.lock);
-    for (size_t i = 0; i < n_jobs; i++)
-        rnnstate_report_free(reports[i]);
+    if (n_jobs == 1) /* like its model: about to exit */
+        report_left_for_exit = reports[0];
+    else
+        for (size_t i = 0; i < n_jobs; i++)
+            rnnstate_report_free(reports[i]);
     free(results);
     free(errors);
     free(reports);

@@ -47,14 +47,20 @@
 
 /* ---- where the bytes go -------------------------------------------------- */
 
+/* Writes to a file go through a buffer of this size: the serialized graph
+ * and the small tensors between large ones are gathered into few write()
+ * calls, and lazy tensors copied with pread() land in it directly. Small
+ * enough to stay in the CPU's cache between the read and the write. */
+#define SINK_BUFFER ((size_t)1 << 20)
+
 typedef struct sink {
     int fd;             /* a file, or -1 for memory */
-    uint64_t written;   /* bytes put in the file so far */
+    uint64_t written;   /* bytes put in the file so far (the buffer not included) */
     bool start_writeback; /* the file will be fsync()ed: start writing it out early */
     uint64_t flushed;   /* bytes handed to writeback so far */
     uint64_t fd_start;  /* the file offset at which writing began, or UINT64_MAX (a pipe) */
     uint64_t block;     /* the block size congruence is judged by */
-    unsigned char *buf; /* memory */
+    unsigned char *buf; /* memory, or a file's write buffer */
     size_t len, cap;
     int src_fd;         /* the lazy tensors' file */
     const volatile sig_atomic_t *cancel; /* the caller's request to stop, or NULL */
@@ -70,11 +76,12 @@ static bool interrupted(sink *s)
     return s->error || s->src_error;
 }
 
-/* Copies are made in steps of this size, so that a request to stop is
- * noticed soon. */
+/* Kernel copies are made in steps of this size, so that a request to stop
+ * is noticed soon. */
 #define COPY_STEP ((uint64_t)64 << 20)
-/* pread()/write() copies go through a buffer this large. */
-#define COPY_BUFFER ((size_t)4 << 20)
+/* Ranges shorter than this go through the buffer even where the kernel
+ * could copy them: a kernel copy first costs a write() of the buffer. */
+#define KERNEL_COPY_MIN ((uint64_t)256 << 10)
 
 static bool write_all(sink *s, const unsigned char *data, size_t size)
 {
@@ -108,20 +115,33 @@ static void start_writeback(sink *s)
     s->flushed = s->written;
 }
 
-static bool sink_write(sink *s, const void *data, size_t size)
+/* Writes out a file sink's buffer. */
+static bool sink_flush(sink *s)
 {
-    if (interrupted(s))
+    if (s->fd < 0 || !s->len)
+        return !interrupted(s);
+    if (interrupted(s) || !write_all(s, s->buf, s->len))
         return false;
+    s->written += s->len;
+    s->len = 0;
+    start_writeback(s);
+    return true;
+}
+
+/* Room for at least one byte at the end of the buffer: a file sink's is
+ * flushed when full; memory grows. */
+static bool sink_room(sink *s, size_t want)
+{
     if (s->fd >= 0) {
-        if (!write_all(s, data, size))
+        if (!s->buf && !(s->buf = malloc(s->cap = SINK_BUFFER))) {
+            s->error = ENOMEM;
             return false;
-        s->written += size;
-        start_writeback(s);
-        return true;
+        }
+        return s->len < s->cap || sink_flush(s);
     }
-    if (s->len + size > s->cap) {
+    if (s->len + want > s->cap) {
         size_t cap = s->cap ? s->cap : 4096;
-        while (cap < s->len + size)
+        while (cap < s->len + want)
             cap *= 2;
         unsigned char *grown = realloc(s->buf, cap);
         if (!grown) {
@@ -131,33 +151,47 @@ static bool sink_write(sink *s, const void *data, size_t size)
         s->buf = grown;
         s->cap = cap;
     }
-    memcpy(s->buf + s->len, data, size);
-    s->len += size;
     return true;
 }
 
-/* Copies [offset, offset + length) of the source file with pread/write. */
+static bool sink_write(sink *s, const void *data, size_t size)
+{
+    const unsigned char *p = data;
+    if (interrupted(s))
+        return false;
+    if (s->fd >= 0 && size >= SINK_BUFFER) /* large: straight to the file */
+        return sink_flush(s) && write_all(s, p, size) && (s->written += size, true);
+    while (size > 0) {
+        if (!sink_room(s, size))
+            return false;
+        size_t n = s->cap - s->len < size ? s->cap - s->len : size;
+        memcpy(s->buf + s->len, p, n);
+        s->len += n;
+        p += n;
+        size -= n;
+    }
+    return true;
+}
+
+/* Copies [offset, offset + length) of the source file with pread() into
+ * the buffer. */
 static bool copy_by_reading(sink *s, uint64_t offset, uint64_t length)
 {
-    size_t chunk_size = length < COPY_BUFFER ? (size_t)length : COPY_BUFFER;
-    unsigned char *chunk = malloc(chunk_size ? chunk_size : 1);
-    if (!chunk) {
-        s->error = ENOMEM;
-        return false;
-    }
-    while (length > 0 && !interrupted(s)) {
-        size_t want = length < chunk_size ? (size_t)length : chunk_size;
-        ssize_t got = pread(s->src_fd, chunk, want, (off_t)offset);
+    while (length > 0 && sink_room(s, length > SINK_BUFFER ? SINK_BUFFER : (size_t)length) &&
+           !interrupted(s)) {
+        size_t free_space = s->cap - s->len;
+        size_t want = length < free_space ? (size_t)length : free_space;
+        ssize_t got = pread(s->src_fd, s->buf + s->len, want, (off_t)offset);
         if (got < 0 && errno == EINTR)
             continue;
-        if (got <= 0)
+        if (got <= 0) {
             s->src_error = got < 0 ? errno : EIO; /* EOF: the file shrank */
-        else if (sink_write(s, chunk, (size_t)got)) {
-            offset += (uint64_t)got;
-            length -= (uint64_t)got;
+            break;
         }
+        s->len += (size_t)got;
+        offset += (uint64_t)got;
+        length -= (uint64_t)got;
     }
-    free(chunk);
     return !interrupted(s);
 }
 
@@ -167,20 +201,23 @@ static bool copy_by_reading(sink *s, uint64_t offset, uint64_t length)
 static bool offsets_congruent(const sink *s, uint64_t offset)
 {
     return s->fd >= 0 && s->fd_start != UINT64_MAX &&
-           offset % s->block == (s->fd_start + s->written) % s->block;
+           offset % s->block == (s->fd_start + s->written + s->len) % s->block;
 }
 
-/* Copies a lazy tensor's bytes file to file, in the kernel where that is fast. */
+/* Copies a lazy tensor's bytes file to file, in the kernel where that is
+ * fast (large and congruent); through the buffer otherwise. */
 static bool sink_copy(sink *s, uint64_t offset, uint64_t length)
 {
     loff_t in = (loff_t)offset;
-    while (offsets_congruent(s, (uint64_t)in) && length > 0 && !interrupted(s)) {
+    if (length >= KERNEL_COPY_MIN && offsets_congruent(s, offset) && !sink_flush(s))
+        return false;
+    while (length >= KERNEL_COPY_MIN && offsets_congruent(s, (uint64_t)in) && !interrupted(s)) {
         size_t step = length > COPY_STEP ? (size_t)COPY_STEP : (size_t)length;
         ssize_t n = copy_file_range(s->src_fd, &in, s->fd, NULL, step, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            break; /* EOF, or not supported here: pread/write says which */
+            break; /* EOF, or not supported here: pread says which */
         length -= (uint64_t)n;
         s->written += (uint64_t)n;
         start_writeback(s);
@@ -226,16 +263,24 @@ static bool sink_varint(sink *s, uint64_t v)
     return ok;
 }
 
-static bool sink_message(sink *s, const ProtobufCMessage *m)
+/* Packs a message of `size` bytes (its packed size, known to the caller):
+ * in place when it fits the buffer, else through a block of its own. */
+static bool sink_message_sized(sink *s, const ProtobufCMessage *m, size_t size)
 {
-    size_t n = protobuf_c_message_get_packed_size(m);
-    unsigned char *buf = malloc(n ? n : 1);
+    if (s->fd >= 0 && size < SINK_BUFFER) {
+        if (!sink_room(s, size) || (s->cap - s->len < size && !sink_flush(s)))
+            return false;
+        protobuf_c_message_pack(m, s->buf + s->len);
+        s->len += size;
+        return true;
+    }
+    unsigned char *buf = malloc(size ? size : 1);
     if (!buf) {
         s->error = ENOMEM;
         return false;
     }
     protobuf_c_message_pack(m, buf);
-    bool ok = sink_write(s, buf, n);
+    bool ok = sink_write(s, buf, size);
     free(buf);
     return ok;
 }
@@ -280,8 +325,8 @@ static bool emit_initializer(sink *s, const rnnstate_model *m, const Onnx__Tenso
         return true;
     }
     unsigned char key = FIELD_INITIALIZER_KEY;
-    return sink_write(s, &key, 1) && sink_varint(s, onnx__tensor_proto__get_packed_size(t)) &&
-           sink_message(s, &t->base);
+    size_t size = onnx__tensor_proto__get_packed_size(t);
+    return sink_write(s, &key, 1) && sink_varint(s, size) && sink_message_sized(s, &t->base, size);
 }
 
 /* The main graph and the model without the graph's initializers, and the
@@ -302,29 +347,30 @@ static bare_parts bare(const Onnx__ModelProto *proto)
     return b;
 }
 
-/* The main graph's size with its initializers written as emit_lazy_model()
- * writes them. */
-static uint64_t lazy_graph_size(const rnnstate_model *m, const Onnx__ModelProto *proto)
-{
-    const Onnx__GraphProto *g = proto->graph;
-    uint64_t size = 0;
-    for (size_t i = 0; i < g->n_initializer; i++)
-        size += initializer_field_size(m, g->initializer[i]);
-    bare_parts b = bare(proto);
-    return size + onnx__graph_proto__get_packed_size(&b.graph);
-}
+/* The sizes of what is written, computed once before anything is: the
+ * whole model and, for a lazy model, the model without its graph, the main
+ * graph with its initializers as emit_lazy_model() writes them, and the
+ * main graph without them. */
+typedef struct output_sizes {
+    uint64_t total, bare_model, graph, bare_graph;
+} output_sizes;
 
-/* The size of the serialized model, computed without serializing it; for a
- * lazy model, *graph_size is the main graph's. */
-static uint64_t output_size(const rnnstate_model *m, const Onnx__ModelProto *proto,
-                            uint64_t *graph_size)
+static output_sizes output_size(const rnnstate_model *m, const Onnx__ModelProto *proto)
 {
-    if (!m->n_lazy)
-        return protobuf_c_message_get_packed_size(&proto->base);
-    *graph_size = lazy_graph_size(m, proto);
+    output_sizes o = { 0, 0, 0, 0 };
+    if (!m->n_lazy) {
+        o.total = protobuf_c_message_get_packed_size(&proto->base);
+        return o;
+    }
+    const Onnx__GraphProto *g = proto->graph;
     bare_parts b = bare(proto);
-    uint64_t rest = protobuf_c_message_get_packed_size(&b.model.base);
-    return rest + 1 + varint_size(*graph_size) + *graph_size;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        o.graph += initializer_field_size(m, g->initializer[i]);
+    o.bare_graph = onnx__graph_proto__get_packed_size(&b.graph);
+    o.graph += o.bare_graph;
+    o.bare_model = protobuf_c_message_get_packed_size(&b.model.base);
+    o.total = o.bare_model + 1 + varint_size(o.graph) + o.graph;
+    return o;
 }
 
 /* The model with the main graph's initializers written one by one: lazy
@@ -332,13 +378,14 @@ static uint64_t output_size(const rnnstate_model *m, const Onnx__ModelProto *pro
  * fields come first, then its initializers, then nothing: protobuf allows
  * any field order, and merges nothing here (each field appears once). */
 static void emit_lazy_model(const rnnstate_model *m, const Onnx__ModelProto *proto, sink *s,
-                            uint64_t graph_size)
+                            const output_sizes *sizes)
 {
     const Onnx__GraphProto *g = proto->graph;
     bare_parts b = bare(proto);
     unsigned char key = FIELD_GRAPH_KEY;
-    bool ok = sink_message(s, &b.model.base) && sink_write(s, &key, 1) &&
-              sink_varint(s, graph_size) && sink_message(s, &b.graph.base);
+    bool ok = sink_message_sized(s, &b.model.base, sizes->bare_model) && sink_write(s, &key, 1) &&
+              sink_varint(s, sizes->graph) &&
+              sink_message_sized(s, &b.graph.base, sizes->bare_graph);
     pending_copy pending = { 0, 0 };
     for (size_t i = 0; ok && i < g->n_initializer; i++)
         ok = emit_initializer(s, m, g->initializer[i], &pending);
@@ -370,17 +417,17 @@ static rnnstate_status check_source_unchanged(const rnnstate_model *m, rnnstate_
 }
 
 /* What every save checks before it creates or writes anything: the output
- * stays within protobuf's limit. *graph_size is for emit_model(). */
+ * stays within protobuf's limit. *sizes are for emit_model(). */
 static rnnstate_status check_before_writing(const rnnstate_model *m,
-                                            const Onnx__ModelProto *proto, uint64_t *graph_size,
+                                            const Onnx__ModelProto *proto, output_sizes *sizes,
                                             rnnstate_error *err)
 {
-    uint64_t size = output_size(m, proto, graph_size);
-    if (size > MAX_OUTPUT_BYTES)
+    *sizes = output_size(m, proto);
+    if (sizes->total > MAX_OUTPUT_BYTES)
         return set_error(err, RNNSTATE_ERR_INVALID,
                          "%s: the rewritten model would take %llu bytes, more than protobuf's "
                          "limit of 2 GiB: nothing written",
-                         m->label, (unsigned long long)size);
+                         m->label, (unsigned long long)sizes->total);
     return RNNSTATE_OK;
 }
 
@@ -388,15 +435,16 @@ static rnnstate_status check_before_writing(const rnnstate_model *m,
  * error reading the source is reported here, naming the model; the caller
  * reports s->error, naming the destination. */
 static rnnstate_status emit_model(const rnnstate_model *m, const Onnx__ModelProto *proto,
-                                  sink *s, uint64_t graph_size, rnnstate_error *err)
+                                  sink *s, const output_sizes *sizes, rnnstate_error *err)
 {
     rnnstate_status st = check_source_unchanged(m, err);
     if (st != RNNSTATE_OK)
         return st;
     if (!m->n_lazy)
-        sink_message(s, &proto->base);
+        sink_message_sized(s, &proto->base, (size_t)sizes->total);
     else
-        emit_lazy_model(m, proto, s, graph_size);
+        emit_lazy_model(m, proto, s, sizes);
+    sink_flush(s);
     if (s->error == ENOMEM)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
     if (s->src_error)
@@ -412,12 +460,12 @@ rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned
 {
     *data = NULL;
     *size = 0;
-    uint64_t graph_size = 0;
-    rnnstate_status st = check_before_writing(model, model->proto, &graph_size, err);
+    output_sizes sizes;
+    rnnstate_status st = check_before_writing(model, model->proto, &sizes, err);
     if (st != RNNSTATE_OK)
         return st;
     sink s = { .fd = -1, .src_fd = model->source_fd };
-    st = emit_model(model, model->proto, &s, graph_size, err);
+    st = emit_model(model, model->proto, &s, &sizes, err);
     if (st != RNNSTATE_OK) {
         free(s.buf);
         return st;
@@ -816,7 +864,7 @@ typedef struct emit_job {
     const Onnx__ModelProto *proto; /* the model's, or its relocated copy */
     const rnnstate_save_options *options;
     const char *path;
-    uint64_t graph_size; /* from check_before_writing(), done before any file is touched */
+    output_sizes sizes; /* from check_before_writing(), done before any file is touched */
     rnnstate_error *err;
     rnnstate_status status; /* a failure that is not an errno (out of memory, the source) */
 } emit_job;
@@ -826,7 +874,8 @@ typedef struct emit_job {
 static int emit_to_fd(emit_job *job, int fd)
 {
     sink s = file_sink(fd, job->model->source_fd, job->options);
-    job->status = emit_model(job->model, job->proto, &s, job->graph_size, job->err);
+    job->status = emit_model(job->model, job->proto, &s, &job->sizes, job->err);
+    free(s.buf);
     if (job->status != RNNSTATE_OK)
         return -1;
     return s.error;
@@ -1053,9 +1102,10 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
         return st;
     relocations r;
     st = relocate_external_data(model, path, &r, err);
-    emit_job job = { model, relocated_model(model, &r), &o, path, 0, err, RNNSTATE_OK };
+    emit_job job = { .model = model, .proto = relocated_model(model, &r), .options = &o,
+                     .path = path, .err = err, .status = RNNSTATE_OK };
     if (st == RNNSTATE_OK) /* after relocating: locations change sizes */
-        st = check_before_writing(model, job.proto, &job.graph_size, err);
+        st = check_before_writing(model, job.proto, &job.sizes, err);
     if (st == RNNSTATE_OK)
         st = write_atomically(path, &job, err);
     release_relocations(&r);
@@ -1067,8 +1117,9 @@ rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, cons
 {
     rnnstate_save_options defaults;
     rnnstate_save_options_init(&defaults);
-    emit_job job = { model, model->proto, &defaults, label, 0, err, RNNSTATE_OK };
-    rnnstate_status st = check_before_writing(model, job.proto, &job.graph_size, err);
+    emit_job job = { .model = model, .proto = model->proto, .options = &defaults, .path = label,
+                     .err = err, .status = RNNSTATE_OK };
+    rnnstate_status st = check_before_writing(model, job.proto, &job.sizes, err);
     if (st != RNNSTATE_OK)
         return st;
     int e = emit_to_fd(&job, fd);

@@ -217,6 +217,8 @@ rnnstate_status pass_cleanup(rewrite_ctx *ctx)
     if (!ctx->n_detached)
         return RNNSTATE_OK;
     size_t nodes = 0, inits = 0;
+    if (!scope_tree_refresh(&ctx->scopes))
+        return ctx_oom(ctx);
     bool *stale = calloc(ctx->scopes.n + 1, sizeof *stale);
     seed_groups groups = { NULL, NULL };
     rnnstate_status st = stale && group_seeds(ctx, &groups) ? RNNSTATE_OK : ctx_oom(ctx);

@@ -167,7 +167,8 @@ rnnstate_status pass_layout0(rewrite_ctx *ctx)
         }
     }
     ctx->changed |= converted;
-    if (converted && (!scope_tree_flush(&ctx->scopes) || !scope_tree_reindex(&ctx->scopes)))
+    if (converted && !scope_tree_flush(&ctx->scopes))
         return ctx_oom(ctx);
+    ctx->scopes.stale |= converted;
     return RNNSTATE_OK;
 }

@@ -2,8 +2,10 @@
  *
  * A pass is a function over a rewrite_ctx (rewrite_ctx.h), listed in
  * passes[] (rewrite.c). It may change the graphs; when it does, it flushes
- * its queued nodes and reindexes the scopes before returning, so that every
- * pass starts from indices that match the graphs.
+ * its queued nodes and marks the scope tree stale before returning. A pass
+ * that reads the indices calls scope_tree_refresh() first, so that it reads
+ * indices that match the graphs, and a large graph is not indexed again
+ * when no later pass reads its index.
  * Passes report into ctx->report and return RNNSTATE_OK, or an error status
  * with ctx->err filled. */
 #ifndef RNNSTATE_PASSES_H
@@ -19,7 +21,10 @@ rnnstate_status pass_layout0(rewrite_ctx *ctx);
 rnnstate_status pass_state(rewrite_ctx *ctx);
 /* Removes nodes and initializers left without readers by the state pass. */
 rnnstate_status pass_cleanup(rewrite_ctx *ctx);
-/* Records the graph input axis that the recurrent nodes' sequence axis is. */
+/* Traces each recurrent node's sequence axis back to a graph input axis,
+ * before the state pass changes the graph (whose index it reads). */
+rnnstate_status pass_time_axis_trace(rewrite_ctx *ctx);
+/* Records the traced axes of the nodes that run across time. */
 rnnstate_status pass_time_axis(rewrite_ctx *ctx);
 
 /* Writes the state pairs and the time axes into metadata_props when the

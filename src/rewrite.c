@@ -7,9 +7,10 @@
 
 static const rewrite_pass passes[] = {
     pass_layout0,  /* only with options.to_layout0: makes layout=1 nodes runnable */
+    pass_time_axis_trace, /* finds the input axis each recurrent node runs along */
     pass_state,    /* exposes the states */
     pass_cleanup,  /* removes what fed the replaced initial states */
-    pass_time_axis, /* records the input axis the recurrent nodes run along */
+    pass_time_axis, /* records those axes, for the nodes left running across time */
     pass_metadata, /* records the state pairs; needs the final report */
 };
 
@@ -26,6 +27,7 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
     *report = NULL;
     rewrite_ctx ctx = { .model = model->proto, .graph = model->proto->graph,
                         .label = model->label, .err = err };
+    name_registry_init(&ctx.names, &ctx.scopes);
     rnnstate_options_init(&ctx.options);
     rnnstate_status st =
         options_read(&ctx.options, sizeof ctx.options, options, "rnnstate_options", err);
@@ -35,12 +37,10 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
         return set_error(err, RNNSTATE_ERR_ARGUMENT,
                          "name template '%s' must contain {slot} and one of {k} or {name}",
                          ctx.options.name_template);
-    st = validate_graph_names(ctx.graph, ctx.label, err);
-    if (st != RNNSTATE_OK)
-        return st;
-    if (!report_builder_init(&ctx.report) || !scope_tree_build(&ctx.scopes, model) ||
-        !name_registry_fill(&ctx.names, ctx.graph))
+    if (!report_builder_init(&ctx.report) || !scope_tree_build(&ctx.scopes, model))
         st = ctx_oom(&ctx);
+    if (st == RNNSTATE_OK)
+        st = validate_graph_names(&ctx.scopes, ctx.label, err);
     for (size_t i = 0; st == RNNSTATE_OK && i < sizeof passes / sizeof passes[0]; i++)
         st = passes[i](&ctx);
     if (st == RNNSTATE_OK && report_builder_failed(&ctx.report))

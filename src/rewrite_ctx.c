@@ -34,6 +34,10 @@ void ctx_free(rewrite_ctx *ctx)
         free(ctx->detached[i].name);
     free(ctx->detached);
     strmap_free(&ctx->dropped);
+    for (size_t i = 0; i < ctx->n_time_traces; i++)
+        free(ctx->time_traces[i].input);
+    free(ctx->time_traces);
+    ptrmap_free(&ctx->traced);
     report_builder_discard(&ctx->report);
 }
 

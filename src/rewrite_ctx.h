@@ -7,8 +7,10 @@
 #define RNNSTATE_REWRITE_CTX_H
 
 #include "graph_index.h"
+#include "ptrmap.h"
 #include "scope.h"
 #include "model.h"
+#include "name_registry.h"
 #include "report.h"
 
 /* A value a pass disconnected, and the scope it was read in. */
@@ -16,6 +18,13 @@ typedef struct detached_value {
     scope *sc;
     char *name;
 } detached_value;
+
+/* Where a recurrent node's sequence axis comes from: an axis of a main-graph
+ * input, or nowhere known (input NULL). */
+typedef struct time_trace {
+    char *input;
+    int64_t axis;
+} time_trace;
 
 typedef struct rewrite_ctx {
     Onnx__ModelProto *model;
@@ -32,6 +41,12 @@ typedef struct rewrite_ctx {
     /* Initializers of main-graph inputs to remove when the state pass ends
      * (defaults of existing state inputs, with required state inputs). */
     strmap dropped; /* name -> 1 */
+    /* The sequence axes of the recurrent nodes, traced before the state pass
+     * changes the graph and recorded after it (time_axis.c): by node, the
+     * position in time_traces. */
+    ptrmap traced;
+    time_trace *time_traces;
+    size_t n_time_traces;
     bool changed;   /* the graph was rewritten */
     bool annotated; /* only the metadata entries were written */
     rnnstate_error *err;

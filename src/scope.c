@@ -136,7 +136,13 @@ bool scope_tree_reindex(scope_tree *tree)
     for (size_t i = 0; i < tree->n; i++)
         if (!graph_index_build(&tree->scopes[i]->index, tree->scopes[i]->graph))
             return false;
+    tree->stale = false;
     return true;
+}
+
+bool scope_tree_refresh(scope_tree *tree)
+{
+    return !tree->stale || scope_tree_reindex(tree);
 }
 
 scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph)

@@ -6,7 +6,8 @@
  *
  * Invariants: scopes[0] is the main graph; a parent comes before its
  * children (pre-order), so the order is also a valid processing order. Each
- * scope's index describes its graph as of the last scope_tree_reindex(). */
+ * scope's index describes its graph as of the last scope_tree_reindex();
+ * the tree's `stale` flag says a graph changed since. */
 #ifndef RNNSTATE_SCOPE_H
 #define RNNSTATE_SCOPE_H
 
@@ -53,12 +54,18 @@ typedef struct scope_tree {
     scope **scopes;
     size_t n;
     ptrmap by_graph; /* graph -> position in scopes, for scope_of_graph() */
+    /* A pass changed the graphs since the indices were built: whoever reads
+     * an index next calls scope_tree_refresh() first. Rebuilding lazily
+     * spares a large graph an index nobody reads (see passes.h). */
+    bool stale;
 } scope_tree;
 
 bool scope_tree_build(scope_tree *tree, struct rnnstate_model *model);
 void scope_tree_free(scope_tree *tree);
 /* Rebuilds every scope's index (after the graphs changed). */
 bool scope_tree_reindex(scope_tree *tree);
+/* Rebuilds the indices when the tree is stale; false when out of memory. */
+bool scope_tree_refresh(scope_tree *tree);
 
 /* The scope holding a subgraph, or NULL. O(1). */
 scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph);

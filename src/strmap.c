@@ -130,7 +130,7 @@ void strmap_free(strmap *m)
     *m = (strmap)STRMAP_INIT;
 }
 
-static size_t find_slot(const strmap *m, const char *key, uint64_t hash)
+static size_t find_slot(const strmap *m, const char *key, uint32_t hash)
 {
     size_t mask = m->cap - 1;
     size_t i = (size_t)hash & mask;
@@ -140,18 +140,24 @@ static size_t find_slot(const strmap *m, const char *key, uint64_t hash)
     return i;
 }
 
+/* Hashes of 32 bits address tables of up to 2^32 slots. */
+static uint32_t key_hash(const char *key, size_t len)
+{
+    return (uint32_t)strmap_hash(key, len);
+}
+
 int strmap_get(const strmap *m, const char *key)
 {
     if (!m->cap)
         return -1;
-    size_t i = find_slot(m, key, strmap_hash(key, strlen(key)));
+    size_t i = find_slot(m, key, key_hash(key, strlen(key)));
     return m->slots[i].key ? m->slots[i].val : -1;
 }
 
-static bool grow(strmap *m)
+/* Re-places every slot in a table of `cap` slots (a power of two). */
+static bool resize(strmap *m, size_t cap)
 {
-    size_t cap = m->cap ? m->cap * 2 : 8;
-    if (cap > SIZE_MAX / sizeof(strmap_slot))
+    if ((uint64_t)cap > ((uint64_t)1 << 32) || cap > SIZE_MAX / sizeof(strmap_slot))
         return false;
     strmap_slot *slots = calloc(cap, sizeof *slots);
     if (!slots)
@@ -171,12 +177,28 @@ static bool grow(strmap *m)
     return true;
 }
 
+static bool grow(strmap *m)
+{
+    return resize(m, m->cap ? m->cap * 2 : 8);
+}
+
+bool strmap_reserve(strmap *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 8;
+    while (cap / 2 < n) {
+        if ((uint64_t)cap >= ((uint64_t)1 << 32))
+            return false;
+        cap *= 2;
+    }
+    return cap == m->cap || resize(m, cap);
+}
+
 int strmap_intern(strmap *m, const char *key, int val)
 {
     if ((m->count + 1) * 2 > m->cap && !grow(m))
         return -1;
     size_t len = strlen(key);
-    uint64_t hash = strmap_hash(key, len);
+    uint32_t hash = key_hash(key, len);
     size_t i = find_slot(m, key, hash);
     if (m->slots[i].key)
         return m->slots[i].val;
@@ -194,7 +216,7 @@ bool strmap_put(strmap *m, const char *key, int val)
     if ((m->count + 1) * 2 > m->cap && !grow(m))
         return false;
     size_t len = strlen(key);
-    uint64_t hash = strmap_hash(key, len);
+    uint32_t hash = key_hash(key, len);
     size_t i = find_slot(m, key, hash);
     if (!m->slots[i].key) {
         const char *copy = store_key(m, key, len);

@@ -9,7 +9,8 @@
  * aim at: keys are hashed with SipHash-1-3 under a 128-bit key drawn from
  * getrandom() once per process. Colliding names cannot be computed without
  * that key, so probes stay short (O(1) expected per operation) whatever the
- * names; the load factor is kept at or under one half. */
+ * names; the load factor is kept at or under one half. A map holds at most
+ * 2^31 keys (the table is indexed with 32 bits of the hash). */
 #ifndef RNNSTATE_STRMAP_H
 #define RNNSTATE_STRMAP_H
 
@@ -17,9 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 16 bytes, so that four slots share a cache line: large maps are probed
+ * at random, and their cost is the cache misses. */
 typedef struct strmap_slot {
     const char *key; /* NULL: empty; else points into the map's key blocks */
-    uint64_t hash;
+    uint32_t hash;   /* the low 32 bits of the key's hash: placing a slot and
+                        ruling out most keys without reading them */
     int val;
 } strmap_slot;
 
@@ -35,6 +39,10 @@ typedef struct strmap {
 #define STRMAP_INIT { NULL, 0, 0, NULL }
 
 void strmap_free(strmap *m);
+/* Makes room for `n` keys in all, so that filling a map whose size is known
+ * does not grow (and re-place) its table step by step. False when out of
+ * memory (the map is unchanged). */
+bool strmap_reserve(strmap *m, size_t n);
 /* Returns the value stored under key, or -1. */
 int strmap_get(const strmap *m, const char *key);
 /* Stores val under key (replacing any value). Returns false when out of memory. */

@@ -227,8 +227,10 @@ static void remove_dropped_defaults(rewrite_ctx *ctx)
 
 rnnstate_status pass_state(rewrite_ctx *ctx)
 {
-    plan_list plans;
+    plan_list plans = { NULL, 0 };
     pending_slots pending = { NULL, 0 };
+    if (!scope_tree_refresh(&ctx->scopes))
+        return ctx_oom(ctx);
     rnnstate_status st = plan_all_nodes(ctx, &plans);
     for (size_t i = 0; st == RNNSTATE_OK && i < plans.n; i++)
         if (!plans.plans[i].skipped)
@@ -241,8 +243,14 @@ rnnstate_status pass_state(rewrite_ctx *ctx)
         settle_statuses(ctx, &plans);
     if (st == RNNSTATE_OK)
         remove_dropped_defaults(ctx);
-    if (st == RNNSTATE_OK && (!scope_tree_flush(&ctx->scopes) || !scope_tree_reindex(&ctx->scopes)))
+    /* the indices stay valid where nothing was applied or dropped (every
+     * node skipped, reset or already stateful) */
+    bool touched = ctx->dropped.count > 0;
+    for (size_t i = 0; i < plans.n; i++)
+        touched |= !plans.plans[i].skipped;
+    if (st == RNNSTATE_OK && !scope_tree_flush(&ctx->scopes))
         st = ctx_oom(ctx);
+    ctx->scopes.stale |= touched;
     free(pending.items);
     plan_list_free(&plans);
     return st;

@@ -1,6 +1,9 @@
 /* The time-axis pass: traces the sequence axis of every recurrent node's X
  * back to an axis of a main-graph input, and records it in the report
- * (time_axes), from which the metadata pass writes rnnstate.time. That is
+ * (time_axes), from which the metadata pass writes rnnstate.time. The trace
+ * runs before the state pass (pass_time_axis_trace), on the indices as they
+ * are then (the state pass never changes what feeds an X), the record after
+ * it, when it is known which nodes run across time. That is
  * the axis along which a caller cuts a sequence into chunks (rnnstate-verify,
  * StatefulSession). Nodes whose sequence axis does not trace back to an
  * input (it is built by a Reshape, comes out of an op the trace does not
@@ -11,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "array.h"
 #include "passes.h"
 #include "recurrent_ops.h"
 #include "state/trace.h"
@@ -23,8 +27,8 @@ typedef struct untraced {
     strbuf names;
 } untraced;
 
-static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *node,
-                       untraced *missing)
+/* Traces one node's sequence axis and keeps the answer for pass_time_axis. */
+static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *node)
 {
     const recurrent_op *op = recurrent_op_of(node);
     const char *x = node->n_input ? str_or_empty(node->input[RECURRENT_INPUT_X]) : "";
@@ -32,14 +36,43 @@ static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *
     int64_t axis = -1;
     if (*x && !trace_axis_to_input(s, x, recurrent_batch_first(op, node) ? 1 : 0, &input, &axis))
         return false;
-    if (input) {
-        report_add_time_axis(&ctx->report, input, (size_t)axis);
-        return true;
+    time_trace *grown = owned_array_grow(ctx->time_traces, ctx->n_time_traces, sizeof *grown);
+    if (!grown)
+        return false;
+    ctx->time_traces = grown;
+    time_trace *t = &grown[ctx->n_time_traces];
+    *t = (time_trace){ input ? strdup(input) : NULL, axis };
+    if (input && !t->input)
+        return false;
+    ctx->n_time_traces++;
+    return ptrmap_put(&ctx->traced, node, ctx->n_time_traces - 1);
+}
+
+rnnstate_status pass_time_axis_trace(rewrite_ctx *ctx)
+{
+    bool ok = scope_tree_refresh(&ctx->scopes);
+    for (size_t i = 0; ok && i < ctx->scopes.n; i++) {
+        const scope *s = ctx->scopes.scopes[i];
+        for (size_t k = 0; ok && !s->in_loop && k < s->graph->n_node; k++)
+            if (recurrent_op_of(s->graph->node[k]))
+                ok = trace_node(ctx, s, s->graph->node[k]);
+    }
+    return ok ? RNNSTATE_OK : ctx_oom(ctx);
+}
+
+/* Records the traced axis of one node, or names it among the untraced. */
+static void record_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *node,
+                        untraced *missing)
+{
+    size_t at;
+    const time_trace *t = ptrmap_get(&ctx->traced, node, &at) ? &ctx->time_traces[at] : NULL;
+    if (t && t->input) {
+        report_add_time_axis(&ctx->report, t->input, (size_t)t->axis);
+        return;
     }
     if (missing->n++ < NAMED_UNTRACED)
-        sb_addf(&missing->names, "%s%s '%s' in %s", missing->n > 1 ? ", " : "", op->name,
-                str_or_empty(node->name), s->path);
-    return true;
+        sb_addf(&missing->names, "%s%s '%s' in %s", missing->n > 1 ? ", " : "",
+                recurrent_op_of(node)->name, str_or_empty(node->name), s->path);
 }
 
 /* True when the state pass left node number `r` (in the order it planned
@@ -54,20 +87,20 @@ static bool left_reset(const rewrite_ctx *ctx, size_t r, const Onnx__NodeProto *
 rnnstate_status pass_time_axis(rewrite_ctx *ctx)
 {
     untraced missing = { 0, STRBUF_INIT };
-    bool ok = true;
     size_t r = 0; /* the node's entry in the report */
-    for (size_t i = 0; ok && i < ctx->scopes.n; i++) {
+    for (size_t i = 0; i < ctx->scopes.n; i++) {
         const scope *s = ctx->scopes.scopes[i];
-        for (size_t k = 0; ok && k < s->graph->n_node; k++) {
+        for (size_t k = 0; k < s->graph->n_node; k++) {
             const Onnx__NodeProto *node = s->graph->node[k];
             if (!recurrent_op_of(node))
                 continue;
             if (!s->in_loop && !left_reset(ctx, r, node))
-                ok = trace_node(ctx, s, node, &missing);
+                record_node(ctx, s, node, &missing);
             r++;
         }
     }
-    if (ok && missing.n)
+    bool ok = true;
+    if (missing.n)
         report_note(&ctx->report,
                     "time axis: the sequence axis of %zu recurrent node%s does not trace back to "
                     "a graph input: %s%s",

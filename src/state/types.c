@@ -1,6 +1,7 @@
 /* state/types: element types inferred through the graph (see types.h). */
 #include "state/types.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,15 +92,32 @@ static bool in_default_domain(const Onnx__NodeProto *node)
     return !*d || !strcmp(d, "ai.onnx");
 }
 
+#define N_OP_RULES (sizeof op_rules / sizeof op_rules[0])
+
+/* op_rules sorted by name, once per process, for a binary search per node
+ * (the table stays grouped by kind for its readers). */
+static op_rule sorted_rules[N_OP_RULES];
+static pthread_once_t sorted_rules_once = PTHREAD_ONCE_INIT;
+
+static int compare_rules(const void *a, const void *b)
+{
+    return strcmp(((const op_rule *)a)->op, ((const op_rule *)b)->op);
+}
+
+static void sort_rules(void)
+{
+    memcpy(sorted_rules, op_rules, sizeof op_rules);
+    qsort(sorted_rules, N_OP_RULES, sizeof *sorted_rules, compare_rules);
+}
+
 static type_rule rule_of(const Onnx__NodeProto *node)
 {
     if (!in_default_domain(node))
         return RULE_UNKNOWN;
-    const char *op = str_or_empty(node->op_type);
-    for (size_t i = 0; i < sizeof op_rules / sizeof op_rules[0]; i++)
-        if (!strcmp(op, op_rules[i].op))
-            return op_rules[i].rule;
-    return RULE_UNKNOWN;
+    pthread_once(&sorted_rules_once, sort_rules);
+    op_rule key = { str_or_empty(node->op_type), RULE_UNKNOWN };
+    const op_rule *hit = bsearch(&key, sorted_rules, N_OP_RULES, sizeof key, compare_rules);
+    return hit ? hit->rule : RULE_UNKNOWN;
 }
 
 static int compare_slots(const void *a, const void *b)
@@ -117,13 +135,22 @@ static size_t scope_index(const elem_types *et, const Onnx__GraphProto *graph)
     return hit ? hit->scope : SIZE_MAX;
 }
 
+/* The type recorded for `value` in the scope at position i, or 0. */
+static int32_t type_in_scope(const elem_types *et, size_t i, const char *value)
+{
+    if (!et->types[i]) /* not typed yet */
+        return 0;
+    int v = strmap_get(&et->tree->scopes[i]->index.by_name, value);
+    return v >= 0 ? et->types[i][v] : 0;
+}
+
 int32_t elem_type_of(const elem_types *et, const scope *s, const char *value)
 {
     if (!value || !*value)
         return 0;
     for (; s; s = s->parent) {
         size_t i = scope_index(et, s->graph);
-        int t = i == SIZE_MAX ? -1 : strmap_get(&et->types[i], value);
+        int32_t t = i == SIZE_MAX ? 0 : type_in_scope(et, i, value);
         if (t > 0)
             return t;
     }
@@ -133,7 +160,14 @@ int32_t elem_type_of(const elem_types *et, const scope *s, const char *value)
 static int32_t input_type(const elem_types *et, const scope *s, const Onnx__NodeProto *node,
                           size_t slot)
 {
-    return slot < node->n_input ? elem_type_of(et, s, node->input[slot]) : 0;
+    if (slot >= node->n_input)
+        return 0;
+    if (node == et->current && et->current_reads[slot] >= 0) {
+        /* the node being typed: its own scope by position, then outwards */
+        int32_t t = et->types[et->current_scope][et->current_reads[slot]];
+        return t > 0 ? t : elem_type_of(et, s->parent, node->input[slot]);
+    }
+    return elem_type_of(et, s, node->input[slot]);
 }
 
 /* The first known type among inputs [from, to) of the node. */
@@ -263,25 +297,26 @@ static int32_t output_type(const elem_types *et, const scope *s, const Onnx__Nod
     }
 }
 
-static bool put_declared(strmap *m, const char *name, int32_t t)
+/* Declared types, first declaration first: inputs, initializers,
+ * value_info, outputs. */
+static void put_declared(int32_t *types, const graph_index *gi, const char *name, int32_t t)
 {
-    if (!name || !*name || t <= 0 || strmap_get(m, name) > 0)
-        return true;
-    return strmap_put(m, name, t);
+    int v = name && *name && t > 0 ? strmap_get(&gi->by_name, name) : -1;
+    if (v >= 0 && types[v] <= 0)
+        types[v] = t;
 }
 
-static bool seed_declared(strmap *m, const Onnx__GraphProto *g)
+static void seed_declared(int32_t *types, const graph_index *gi)
 {
-    bool ok = true;
-    for (size_t i = 0; ok && i < g->n_input; i++)
-        ok = put_declared(m, g->input[i]->name, value_info_elem_type(g->input[i]));
-    for (size_t i = 0; ok && i < g->n_initializer; i++)
-        ok = put_declared(m, g->initializer[i]->name, g->initializer[i]->data_type);
-    for (size_t i = 0; ok && i < g->n_value_info; i++)
-        ok = put_declared(m, g->value_info[i]->name, value_info_elem_type(g->value_info[i]));
-    for (size_t i = 0; ok && i < g->n_output; i++)
-        ok = put_declared(m, g->output[i]->name, value_info_elem_type(g->output[i]));
-    return ok;
+    const Onnx__GraphProto *g = gi->graph;
+    for (size_t i = 0; i < g->n_input; i++)
+        put_declared(types, gi, g->input[i]->name, value_info_elem_type(g->input[i]));
+    for (size_t i = 0; i < g->n_initializer; i++)
+        put_declared(types, gi, g->initializer[i]->name, g->initializer[i]->data_type);
+    for (size_t i = 0; i < g->n_value_info; i++)
+        put_declared(types, gi, g->value_info[i]->name, value_info_elem_type(g->value_info[i]));
+    for (size_t i = 0; i < g->n_output; i++)
+        put_declared(types, gi, g->output[i]->name, value_info_elem_type(g->output[i]));
 }
 
 typedef struct visit_ctx {
@@ -304,22 +339,29 @@ static bool type_subgraph(const Onnx__GraphProto *graph, void *arg)
 static bool type_scope(elem_types *et, size_t index, bool *done)
 {
     const scope *s = et->tree->scopes[index];
-    strmap *m = &et->types[index];
+    const graph_index *gi = &s->index;
+    int32_t *types = calloc(gi->n_values ? gi->n_values : 1, sizeof *types);
     visit_ctx v = { et, done };
     done[index] = true;
-    if (!seed_declared(m, s->graph))
+    if (!types)
         return false;
+    et->types[index] = types;
+    seed_declared(types, gi);
     for (size_t n = 0; n < s->graph->n_node; n++) {
         const Onnx__NodeProto *node = s->graph->node[n];
         if (!for_each_subgraph(node, type_subgraph, &v))
             return false;
+        const int *outputs = graph_index_node_outputs(gi, n);
         for (size_t o = 0; o < node->n_output; o++) {
-            const char *name = node->output[o];
-            if (!name || !*name || strmap_get(m, name) > 0)
+            if (outputs[o] < 0 || types[outputs[o]] > 0)
                 continue;
+            et->current = node;
+            et->current_reads = graph_index_node_inputs(gi, n);
+            et->current_scope = index;
             int32_t t = output_type(et, s, node, o);
-            if (t > 0 && !strmap_put(m, name, t))
-                return false;
+            et->current = NULL;
+            if (t > 0)
+                types[outputs[o]] = t;
         }
     }
     return true;
@@ -352,7 +394,7 @@ bool elem_types_build(elem_types *et, const scope_tree *tree)
 void elem_types_free(elem_types *et)
 {
     for (size_t i = 0; et->types && i < et->n; i++)
-        strmap_free(&et->types[i]);
+        free(et->types[i]);
     free(et->types);
     free(et->by_graph);
     memset(et, 0, sizeof *et);

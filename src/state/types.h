@@ -12,8 +12,8 @@
  *
  * Invariants: one forward pass over every graph in node order, descending
  * into a subgraph at the node that holds it, so that its outer-scope values
- * are typed before it; one map entry per typed value: linear in the size of
- * the model. A declared type always wins over an inferred one. The result
+ * are typed before it; one type per value of the scope's index, found by
+ * position: linear in the size of the model. A declared type always wins over an inferred one. The result
  * describes the graphs as they were when elem_types_build() ran. */
 #ifndef RNNSTATE_STATE_TYPES_H
 #define RNNSTATE_STATE_TYPES_H
@@ -22,13 +22,19 @@
 #include <stdint.h>
 
 #include "scope.h"
-#include "strmap.h"
 
 typedef struct elem_types {
     const scope_tree *tree;
-    strmap *types;             /* per scope, in tree order: value -> TensorProto.DataType */
+    /* per scope, in tree order: the TensorProto.DataType of each value of
+     * the scope's index (0: not known), parallel to its entries */
+    int32_t **types;
     struct graph_slot *by_graph; /* scope index by graph pointer, sorted */
     size_t n;
+    /* The node being typed and the values its inputs name (from the index),
+     * so that typing in node order hashes no names. */
+    const Onnx__NodeProto *current;
+    const int *current_reads;
+    size_t current_scope;
 } elem_types;
 
 /* Types every value of every scope of `tree`. False when out of memory. */

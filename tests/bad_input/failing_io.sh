@@ -120,9 +120,11 @@ fails "fallback: write ENOSPC, in-place rewrite" "tmpfile:EOPNOTSUPP,write:ENOSP
 # ---- the input shrinks while it is being rewritten ----------------------------------------
 # Initializers over 64 KiB are copied from the input file at save time
 # (lazy_scan.c). The shim holds the first write; meanwhile the input is
-# truncated; the copy then comes up short and must fail cleanly.
+# truncated; the copy then comes up short and must fail cleanly. Four GRUs
+# (2.3 MB of weights) overflow the writer's 1 MiB buffer, so that its first
+# write comes before the copy is done.
 fresh_dir
-[ -n "$gen" ] && "$gen" big-weights "$d/in.onnx" || cp "$src" "$d/in.onnx"
+[ -n "$gen" ] && "$gen" big-weights "$d/in.onnx" 4 || cp "$src" "$d/in.onnx"
 if [ "$(stat -c %s "$d/in.onnx")" -gt 65536 ]; then
   : > "$log"
   LD_PRELOAD=$shim FAIL_IO=write:sleep FAIL_IO_LOG=$log FAIL_IO_SLEEP=2 \

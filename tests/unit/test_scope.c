@@ -145,9 +145,67 @@ static void test_flush_inserts_in_place(void **state)
     assert_int_equal(e->graph_output, 1);
 }
 
+/* The index gives every node's input and output values by position, -1
+ * for an empty name. */
+static void test_index_gives_node_values(void **state)
+{
+    fixture *f = *state;
+    const graph_index *main = &f->tree.scopes[0]->index, *then = &f->tree.scopes[1]->index;
+    assert_string_equal(main->values[graph_index_node_inputs(main, 0)[0]].name, "X");
+    assert_string_equal(main->values[graph_index_node_outputs(main, 0)[0]].name, "a");
+    assert_string_equal(main->values[graph_index_node_inputs(main, 2)[0]].name, "if_out");
+    const int *loop_in = graph_index_node_inputs(then, 1); /* "", cond, t */
+    assert_int_equal(loop_in[0], -1);
+    assert_string_equal(then->values[loop_in[1]].name, "cond");
+    assert_string_equal(then->values[loop_in[2]].name, "t");
+    assert_string_equal(then->values[graph_index_node_outputs(then, 1)[0]].name, "t_final");
+    assert_null(main->duplicate);
+}
+
+/* The kind of a duplicate name the index reports (NULL: none) when the
+ * graph declares `extra` on top of X -> Relu -> y. */
+static const char *duplicate_kind(const char *extra)
+{
+    Onnx__ModelProto *m = mb_new(8, 17);
+    mb_input(m, "X", MB_FLOAT, "2");
+    mb_initializer_filled(m, "W", MB_FLOAT, MB_DIMS(2), 1.0);
+    mb_node(m, "Relu", "relu", "X", "y");
+    mb_output(m, "y", MB_FLOAT, NULL);
+    if (strstr(extra, "output"))
+        mb_output(m, "y", MB_FLOAT, NULL);
+    if (strstr(extra, "produced"))
+        mb_node(m, "Relu", "again", "X", "y");
+    if (strstr(extra, "initializer"))
+        mb_initializer_filled(m, "W", MB_FLOAT, MB_DIMS(2), 1.0);
+    if (strstr(extra, "input"))
+        mb_input(m, "X", MB_FLOAT, "2");
+    graph_index gi = { .by_name = STRMAP_INIT };
+    assert_true(graph_index_build(&gi, m->graph));
+    const char *kind = gi.duplicate_kind;
+    if (kind)
+        assert_non_null(gi.duplicate);
+    graph_index_free(&gi);
+    mb_free(m);
+    return kind;
+}
+
+/* Duplicates are reported in the loader's order of precedence: inputs,
+ * initializers, values produced (also over an input), outputs. */
+static void test_index_reports_duplicates_by_precedence(void **state)
+{
+    (void)state;
+    assert_null(duplicate_kind(""));
+    assert_string_equal(duplicate_kind("output"), "graph output");
+    assert_string_equal(duplicate_kind("output produced"), "value produced");
+    assert_string_equal(duplicate_kind("output produced initializer"), "initializer");
+    assert_string_equal(duplicate_kind("output produced initializer input"), "graph input");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_index_gives_node_values, setup, teardown),
+        cmocka_unit_test(test_index_reports_duplicates_by_precedence),
         cmocka_unit_test_setup_teardown(test_tree_in_pre_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_moves_outwards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush_inserts_in_place, setup, teardown),

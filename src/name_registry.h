@@ -1,0 +1,34 @@
+/* name_registry: every name used anywhere in a model (values and nodes, in
+ * every graph and subgraph), so that the names a pass makes up never collide
+ * with one.
+ *
+ * The names are collected when the first new name is asked for, from the
+ * scope tree's indices as they are then (fresh: a pass reading them
+ * refreshes them first, and no name leaves a graph before the state pass
+ * ends), so that a model that needs no new name (every node skipped or
+ * already stateful) costs no second table of its names. The registry owns
+ * copies of the names and outlives graph edits. */
+#ifndef RNNSTATE_NAME_REGISTRY_H
+#define RNNSTATE_NAME_REGISTRY_H
+
+#include <stdbool.h>
+
+#include "scope.h"
+#include "strmap.h"
+
+typedef struct name_registry {
+    const scope_tree *tree; /* where the names are collected from */
+    bool filled;            /* they have been */
+    strmap names;
+    strmap next_suffix; /* per base name: the first suffix not yet tried */
+} name_registry;
+
+/* A registry of the names of `tree`'s graphs, collected on first use. */
+void name_registry_init(name_registry *reg, const scope_tree *tree);
+void name_registry_free(name_registry *reg);
+/* Returns a new malloc'd name, `base` itself when it is free, else `base_1`,
+ * `base_2`, ...; the name is registered so it is never handed out twice.
+ * NULL when out of memory. */
+char *name_registry_unique(name_registry *reg, const char *base);
+
+#endif

@@ -1,0 +1,99 @@
+/* name_registry: fresh names that collide with no name of any graph. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+#include "model_builder.h"
+#include "name_registry.h"
+
+/* main: Relu 'relu' (X -> a), If 'if' whose then branch holds Identity
+ * 'inner' (a -> t) and whose else branch holds Identity (X -> e). */
+static rnnstate_model *model_with_branches(void)
+{
+    Onnx__ModelProto *m = mb_new(8, 17);
+    mb_input(m, "X", MB_FLOAT, "2");
+    mb_input(m, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+    mb_node(m, "Relu", "relu", "X", "a");
+    Onnx__NodeProto *iff = mb_node(m, "If", "if", "cond", "if_out");
+    Onnx__GraphProto *then = mb_attr_graph(iff, "then_branch", "then");
+    mb_graph_node(then, "Identity", "inner", "a", "t");
+    mb_graph_output(then, "t", MB_FLOAT, NULL);
+    Onnx__GraphProto *other = mb_attr_graph(iff, "else_branch", "else");
+    mb_graph_node(other, "Identity", "", "X", "e");
+    mb_graph_output(other, "e", MB_FLOAT, NULL);
+    mb_output(m, "if_out", MB_FLOAT, NULL);
+    size_t size;
+    unsigned char *bytes = mb_pack(m, &size);
+    mb_free(m);
+    rnnstate_model *model = NULL;
+    rnnstate_error err;
+    assert_int_equal(rnnstate_model_load_memory(bytes, size, NULL, NULL, &model, &err),
+                     RNNSTATE_OK);
+    free(bytes);
+    return model;
+}
+
+static void expect_unique(name_registry *reg, const char *base, const char *expected)
+{
+    char *name = name_registry_unique(reg, base);
+    assert_non_null(name);
+    assert_string_equal(name, expected);
+    free(name);
+}
+
+/* Names are collected when the first one is asked for; values and nodes of
+ * every graph are taken, and so is every name handed out. */
+static void test_unique_names_avoid_every_graph(void **state)
+{
+    (void)state;
+    rnnstate_model *model = model_with_branches();
+    scope_tree tree;
+    assert_true(scope_tree_build(&tree, model));
+    name_registry reg;
+    name_registry_init(&reg, &tree);
+    assert_false(reg.filled);
+    assert_int_equal(reg.names.count, 0);
+    expect_unique(&reg, "fresh", "fresh");
+    assert_true(reg.filled);
+    expect_unique(&reg, "fresh", "fresh_1");   /* handed out before */
+    expect_unique(&reg, "a", "a_1");           /* a main-graph value */
+    expect_unique(&reg, "relu", "relu_1");     /* a node */
+    expect_unique(&reg, "t", "t_1");           /* a value of a branch */
+    expect_unique(&reg, "inner", "inner_1");   /* a node of a branch */
+    expect_unique(&reg, "e", "e_1");
+    expect_unique(&reg, "if_out", "if_out_1"); /* a graph output */
+    name_registry_free(&reg);
+    scope_tree_free(&tree);
+    rnnstate_model_free(model);
+}
+
+/* A registry that hands out nothing collects nothing. */
+static void test_nothing_collected_until_asked(void **state)
+{
+    (void)state;
+    rnnstate_model *model = model_with_branches();
+    scope_tree tree;
+    assert_true(scope_tree_build(&tree, model));
+    name_registry reg;
+    name_registry_init(&reg, &tree);
+    name_registry_free(&reg);
+    assert_false(reg.filled);
+    assert_null(reg.names.slots);
+    scope_tree_free(&tree);
+    rnnstate_model_free(model);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unique_names_avoid_every_graph),
+        cmocka_unit_test(test_nothing_collected_until_asked),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
