@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "big_alloc.h"
 #include "onnx_build.h"
 
 static value_entry *entry_for(graph_index *gi, const char *name)
@@ -41,7 +42,7 @@ static bool reserve_values(graph_index *gi, const Onnx__GraphProto *g)
         n += g->node[i]->n_output;
     if (n > INT_MAX || !strmap_reserve(&gi->by_name, n))
         return false;
-    gi->values = malloc((n ? n : 1) * sizeof *gi->values);
+    gi->values = big_alloc((n ? n : 1) * sizeof *gi->values);
     gi->cap_values = gi->values ? (n ? n : 1) : 0;
     return gi->values != NULL;
 }
