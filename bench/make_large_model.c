@@ -4,6 +4,7 @@
  *   make_large_model --grus OUT.onnx COUNT HIDDEN
  *   make_large_model --small-grus OUT.onnx COUNT
  *   make_large_model --chain OUT.onnx NODES
+ *   make_large_model --chain-exposed OUT.onnx NODES
  *
  * The graph is what torch.onnx.export (PyTorch 1.13, opset 14, dynamic axes)
  * emits for nn.LSTM(H, H, num_layers=L) called without a state:
@@ -26,8 +27,14 @@
  * With --small-grus, COUNT small GRUs (hidden 8) side by side sharing one W
  * and R: a graph of many recurrent nodes and no weight to speak of. With
  * --chain, a graph of NODES nodes: x through NODES/2 Relu nodes into a GRU
- * whose initial_h comes from a zero constant through NODES/2 Identity nodes
- * (both chains are walked by the analysis).
+ * whose initial_h comes from a zero constant through NODES/2 Identity nodes.
+ * That is further back than the analysis follows (64 nodes), so the GRU is
+ * skipped ("initial_h comes through more than 64 nodes") and the model written
+ * unchanged: a large graph loaded, indexed, analysed and written. With
+ * --chain-exposed, the chain as PyTorch would export it: x through NODES-1
+ * Relu nodes into a GRU whose initial_h is one Identity of the zero
+ * constant; the GRU is exposed and the Identity removed, so the graph is
+ * also indexed again after the state pass and its names collected.
  *
  * The protobuf wire format is written by hand and the weights are streamed to
  * disk in 1 MiB chunks: memory use does not depend on the model's size. Every
@@ -478,8 +485,8 @@ static void build_small_grus(buf *graph, int64_t count)
     *graph = g;
 }
 
-/* x -> NODES/2 Relu -> GRU <- NODES/2 Identity <- zero initial_h. */
-static void build_chain(buf *graph, int64_t nodes)
+/* x -> NODES - IDENTITIES Relu -> GRU <- IDENTITIES Identity <- zero initial_h. */
+static void build_chain(buf *graph, int64_t nodes, int64_t identities)
 {
     buf g = { 0 };
     const int64_t wd[3] = { 1, 24, 4 }, rd[3] = { 1, 24, 8 }, hd[3] = { 1, 2, 8 };
@@ -487,14 +494,14 @@ static void build_chain(buf *graph, int64_t nodes)
     small_initializer(&g, "R", rd, 3, 0);
     small_initializer(&g, "h_zero", hd, 3, 1);
     char in[32] = "x", out[32];
-    for (int64_t i = 0; i < nodes / 2; i++) {
+    for (int64_t i = 0; i < nodes - identities; i++) {
         snprintf(out, sizeof out, "x%" PRId64, i);
         node(&g, &(node_args){ .op = "Relu", .name = out, .in = { in }, .out = { out } });
         snprintf(in, sizeof in, "%s", out);
     }
     char x_end[32], h[32] = "h_zero";
     snprintf(x_end, sizeof x_end, "%s", in);
-    for (int64_t i = 0; i < nodes / 2; i++) {
+    for (int64_t i = 0; i < identities; i++) {
         snprintf(out, sizeof out, "h%" PRId64, i);
         node(&g, &(node_args){ .op = "Identity", .name = out, .in = { h }, .out = { out } });
         snprintf(h, sizeof h, "%s", out);
@@ -511,12 +518,14 @@ static void build_chain(buf *graph, int64_t nodes)
 int main(int argc, char **argv)
 {
     int grus = argc == 5 && !strcmp(argv[1], "--grus");
-    int small = argc == 4 && (!strcmp(argv[1], "--small-grus") || !strcmp(argv[1], "--chain"));
+    int chain = argc == 4 && (!strcmp(argv[1], "--chain") || !strcmp(argv[1], "--chain-exposed"));
+    int small = chain || (argc == 4 && !strcmp(argv[1], "--small-grus"));
     if (argc != 4 && !grus && !small) {
         fprintf(stderr, "usage: make_large_model OUT.onnx LAYERS HIDDEN\n"
                         "       make_large_model --grus OUT.onnx COUNT HIDDEN\n"
                         "       make_large_model --small-grus OUT.onnx COUNT\n"
-                        "       make_large_model --chain OUT.onnx NODES\n");
+                        "       make_large_model --chain OUT.onnx NODES\n"
+                        "       make_large_model --chain-exposed OUT.onnx NODES\n");
         return 2;
     }
     int shift = grus || small;
@@ -529,8 +538,8 @@ int main(int argc, char **argv)
     int64_t n_inits = small ? 0 : grus ? 2 * L : 3 * L;
     buf g;
     init_spec *inits = NULL;
-    if (small && !strcmp(argv[1], "--chain"))
-        build_chain(&g, L);
+    if (chain)
+        build_chain(&g, L, !strcmp(argv[1], "--chain") ? L / 2 : 1);
     else if (small)
         build_small_grus(&g, L);
     else if (grus)

@@ -10,7 +10,9 @@
 #include "big_alloc.h"
 #include "onnx_build.h"
 
-static value_entry *entry_for(graph_index *gi, const char *name)
+/* The entry for `name`, whose length and hash (strmap_key_hash) are known. */
+static value_entry *entry_for_hashed(graph_index *gi, const char *name, size_t len,
+                                     uint32_t hash)
 {
     if (gi->n_values == gi->cap_values) {
         size_t cap = gi->cap_values ? gi->cap_values * 2 : 8;
@@ -20,7 +22,7 @@ static value_entry *entry_for(graph_index *gi, const char *name)
         gi->values = grown;
         gi->cap_values = cap;
     }
-    int at = strmap_intern(&gi->by_name, name, (int)gi->n_values);
+    int at = strmap_intern_hashed(&gi->by_name, name, len, hash, (int)gi->n_values);
     if (at < 0)
         return NULL;
     if ((size_t)at < gi->n_values)
@@ -29,6 +31,52 @@ static value_entry *entry_for(graph_index *gi, const char *name)
     *e = (value_entry){ .name = name, .producer = -1, .producer_slot = -1, .graph_input = -1,
                         .initializer = -1, .graph_output = -1, .value_info = -1 };
     return e;
+}
+
+static value_entry *entry_for(graph_index *gi, const char *name)
+{
+    size_t len = strlen(name);
+    return entry_for_hashed(gi, name, len, strmap_key_hash(name, len));
+}
+
+/* A node's names (outputs, then inputs; the first AHEAD_NAMES of them)
+ * hashed a few nodes ahead of their turn, their slots prefetched: in a
+ * large graph every probe of the table misses the cache, and the misses of
+ * the next nodes then overlap the work on this one. */
+#define AHEAD_NAMES 8
+#define AHEAD_NODES 2
+typedef struct hashed_names {
+    uint32_t hash[AHEAD_NAMES];
+    size_t len[AHEAD_NAMES];
+    size_t n;
+} hashed_names;
+
+static const char *node_name_at(const Onnx__NodeProto *node, size_t i)
+{
+    return str_or_empty(i < node->n_output ? node->output[i] : node->input[i - node->n_output]);
+}
+
+static void hash_ahead(const graph_index *gi, const Onnx__NodeProto *node, hashed_names *h)
+{
+    h->n = 0;
+    for (size_t i = 0; i < node->n_output + node->n_input && h->n < AHEAD_NAMES; i++) {
+        const char *name = node_name_at(node, i);
+        h->len[h->n] = strlen(name);
+        h->hash[h->n] = strmap_key_hash(name, h->len[h->n]);
+        strmap_prefetch(&gi->by_name, h->hash[h->n]);
+        h->n++;
+    }
+}
+
+/* The entry for name number i of a node (node_name_at), hashed ahead when
+ * it could be; NULL for an empty name or when out of memory. */
+static value_entry *node_entry(graph_index *gi, const Onnx__NodeProto *node, size_t i,
+                               const hashed_names *h)
+{
+    const char *name = node_name_at(node, i);
+    if (!*name)
+        return NULL;
+    return i < h->n ? entry_for_hashed(gi, name, h->len[i], h->hash[i]) : entry_for(gi, name);
 }
 
 /* Room for every value the graph can name without a node input naming
@@ -92,14 +140,15 @@ static bool mark_subgraph_reads(const Onnx__GraphProto *graph, void *ctx)
 
 /* Entries for node n's outputs (recorded as produced by it) and inputs
  * (each read counted), their values stored at node_values[*k ...]. */
-static bool index_node(graph_index *gi, const Onnx__NodeProto *node, size_t n, size_t *k)
+static bool index_node(graph_index *gi, const Onnx__NodeProto *node, size_t n, size_t *k,
+                       const hashed_names *h)
 {
     int *inputs = gi->node_values + *k, *outputs = inputs + node->n_input;
     gi->node_first[n] = *k;
     *k += node->n_input + node->n_output;
     for (size_t slot = 0; slot < node->n_output; slot++) {
         const char *name = str_or_empty(node->output[slot]);
-        value_entry *e = *name ? entry_for(gi, name) : NULL;
+        value_entry *e = node_entry(gi, node, slot, h);
         if (*name && !e)
             return false;
         outputs[slot] = e ? (int)(e - gi->values) : -1;
@@ -112,7 +161,7 @@ static bool index_node(graph_index *gi, const Onnx__NodeProto *node, size_t n, s
     }
     for (size_t slot = 0; slot < node->n_input; slot++) {
         const char *name = str_or_empty(node->input[slot]);
-        value_entry *e = *name ? entry_for(gi, name) : NULL;
+        value_entry *e = node_entry(gi, node, node->n_output + slot, h);
         if (*name && !e)
             return false;
         inputs[slot] = e ? (int)(e - gi->values) : -1;
@@ -156,9 +205,15 @@ static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
     if (!gi->node_values || !gi->node_first || !gi->consumer_store)
         return false;
     size_t k = 0;
-    for (size_t n = 0; n < g->n_node; n++)
-        if (!index_node(gi, g->node[n], n, &k))
+    hashed_names ahead[AHEAD_NODES + 1];
+    for (size_t n = 0; n < AHEAD_NODES && n < g->n_node; n++)
+        hash_ahead(gi, g->node[n], &ahead[n]);
+    for (size_t n = 0; n < g->n_node; n++) {
+        if (n + AHEAD_NODES < g->n_node)
+            hash_ahead(gi, g->node[n + AHEAD_NODES], &ahead[(n + AHEAD_NODES) % (AHEAD_NODES + 1)]);
+        if (!index_node(gi, g->node[n], n, &k, &ahead[n % (AHEAD_NODES + 1)]))
             return false;
+    }
     gi->node_first[g->n_node] = k;
     index_consumers(gi, g);
     return true;

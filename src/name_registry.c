@@ -22,13 +22,15 @@ static bool register_name(name_registry *reg, const char *name)
 }
 
 /* One graph's names: its values from the index (each name once, whatever
- * the number of reads), its nodes and sparse initializers from the graph. */
-static bool add_graph(name_registry *reg, const graph_index *gi)
+ * the number of reads) unless `values` is false, its nodes and sparse
+ * initializers from the graph. */
+static bool add_graph(name_registry *reg, const graph_index *gi, bool values)
 {
     const Onnx__GraphProto *g = gi->graph;
-    if (!strmap_reserve(&reg->names, reg->names.count + gi->n_values + g->n_node))
+    size_t more = (values ? gi->n_values : 0) + g->n_node;
+    if (!strmap_reserve(&reg->names, reg->names.count + more))
         return false;
-    for (size_t v = 0; v < gi->n_values; v++)
+    for (size_t v = 0; values && v < gi->n_values; v++)
         if (!register_name(reg, gi->values[v].name))
             return false;
     for (size_t i = 0; i < g->n_sparse_initializer; i++) {
@@ -42,13 +44,23 @@ static bool add_graph(name_registry *reg, const graph_index *gi)
     return true;
 }
 
+/* The main graph's values, usually most of the names, are not copied:
+ * they are looked up in its index, which holds every one of them whenever
+ * names are asked for (no value leaves the main graph before the state pass
+ * ends, and a rebuilt index has every value the graph has). */
 static bool fill(name_registry *reg)
 {
     for (size_t i = 0; !reg->filled && i < reg->tree->n; i++)
-        if (!add_graph(reg, &reg->tree->scopes[i]->index))
+        if (!add_graph(reg, &reg->tree->scopes[i]->index, i > 0))
             return false;
     reg->filled = true;
     return true;
+}
+
+static bool taken(const name_registry *reg, const char *name)
+{
+    return strmap_get(&reg->names, name) >= 0 ||
+           (*name && strmap_get(&reg->tree->scopes[0]->index.by_name, name) >= 0);
 }
 
 /* The suffix to try next is remembered per base name, so that many nodes
@@ -66,7 +78,7 @@ char *name_registry_unique(name_registry *reg, const char *base)
     int k = strmap_get(&reg->next_suffix, base);
     if (k < 1)
         k = 1;
-    while (strmap_get(&reg->names, name) >= 0 && k < INT_MAX)
+    while (taken(reg, name) && k < INT_MAX)
         snprintf(name, cap, "%s_%d", base, k++);
     if (!register_name(reg, name) || !strmap_put(&reg->next_suffix, base, k)) {
         free(name);

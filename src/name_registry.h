@@ -6,8 +6,10 @@
  * scope tree's indices as they are then (fresh: a pass reading them
  * refreshes them first, and no name leaves a graph before the state pass
  * ends), so that a model that needs no new name (every node skipped or
- * already stateful) costs no second table of its names. The registry owns
- * copies of the names and outlives graph edits. */
+ * already stateful) costs no second table of its names. The main graph's
+ * values are looked up in its index rather than copied; the registry owns
+ * copies of every other name. Only the passes up to the state pass may ask
+ * for names (cleanup removes names). */
 #ifndef RNNSTATE_NAME_REGISTRY_H
 #define RNNSTATE_NAME_REGISTRY_H
 

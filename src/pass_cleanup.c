@@ -190,11 +190,11 @@ static rnnstate_status clean_scope(rewrite_ctx *ctx, scope *sc, const size_t *se
     return ok ? RNNSTATE_OK : ctx_oom(ctx);
 }
 
-/* A scope is reindexed right after its own graph changed. The scopes around
- * it only need their read_by_subgraph marks renewed, which their cleaning
- * needs and lookups do not: they are reindexed once, just before they are
- * cleaned (or when the pass ends), not once per changed scope inside them,
- * which with many subgraphs would be quadratic. */
+/* A scope whose graph changed is not reindexed: nothing in this pass reads
+ * its index again, and the tree is left stale for whoever reads it next.
+ * The scopes around it need their read_by_subgraph marks renewed before
+ * they are cleaned: they are reindexed once, just before that, not once per
+ * changed scope inside them, which with many subgraphs would be quadratic. */
 static bool reindex_if_stale(scope *sc, bool *stale, size_t at)
 {
     if (!stale[at])
@@ -233,14 +233,10 @@ rnnstate_status pass_cleanup(rewrite_ctx *ctx)
                              groups.first[i + 1] - groups.first[i], &nodes, &inits);
         /* what the enclosing graphs read from this one may have changed */
         if (st == RNNSTATE_OK && nodes + inits > before) {
-            if (!graph_index_build(&sc->index, sc->graph))
-                st = ctx_oom(ctx);
+            ctx->scopes.stale = true;
             mark_stale(&ctx->scopes, sc->parent, stale);
         }
     }
-    for (size_t i = 0; st == RNNSTATE_OK && stale && i < ctx->scopes.n; i++)
-        if (!reindex_if_stale(ctx->scopes.scopes[i], stale, i))
-            st = ctx_oom(ctx);
     free(stale);
     free(groups.first);
     free(groups.seeds);

@@ -36,8 +36,11 @@ static bool in_domain(const recurrent_op *op, const char *domain)
 const recurrent_op *recurrent_op_of(const Onnx__NodeProto *node)
 {
     const char *domain = str_or_empty(node->domain), *type = str_or_empty(node->op_type);
+    /* asked of every node, by several passes: the first letter rules out
+     * nearly every op without a call */
     for (size_t i = 0; i < RECURRENT_OP_COUNT; i++)
-        if (!strcmp(type, recurrent_ops[i].name) && in_domain(&recurrent_ops[i], domain))
+        if (type[0] == recurrent_ops[i].name[0] && !strcmp(type, recurrent_ops[i].name) &&
+            in_domain(&recurrent_ops[i], domain))
             return &recurrent_ops[i];
     return NULL;
 }

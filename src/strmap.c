@@ -148,6 +148,17 @@ static uint32_t key_hash(const char *key, size_t len)
     return (uint32_t)strmap_hash(key, len);
 }
 
+uint32_t strmap_key_hash(const char *key, size_t len)
+{
+    return key_hash(key, len);
+}
+
+void strmap_prefetch(const strmap *m, uint32_t hash)
+{
+    if (m->cap)
+        __builtin_prefetch(&m->slots[hash & (m->cap - 1)]);
+}
+
 int strmap_get(const strmap *m, const char *key)
 {
     if (!m->cap)
@@ -207,10 +218,14 @@ bool strmap_reserve(strmap *m, size_t n)
 
 int strmap_intern(strmap *m, const char *key, int val)
 {
+    size_t len = strlen(key);
+    return strmap_intern_hashed(m, key, len, key_hash(key, len), val);
+}
+
+int strmap_intern_hashed(strmap *m, const char *key, size_t len, uint32_t hash, int val)
+{
     if ((m->count + 1) * 2 > m->cap && !grow(m))
         return -1;
-    size_t len = strlen(key);
-    uint32_t hash = key_hash(key, len);
     size_t i = find_slot(m, key, hash);
     if (m->slots[i].key)
         return m->slots[i].val;

@@ -51,6 +51,14 @@ bool strmap_put(strmap *m, const char *key, int val);
  * -1 when out of memory. One hash and one probe, for get-or-insert. */
 int strmap_intern(strmap *m, const char *key, int val);
 
+/* For a caller that knows the keys it will intern next (the index walks the
+ * nodes in order): the hash a key's slot is chosen by, a hint that brings
+ * that slot into the cache while other work goes on (a large map's probes
+ * are cache misses), and interning with the hash already computed. */
+uint32_t strmap_key_hash(const char *key, size_t len);
+void strmap_prefetch(const strmap *m, uint32_t hash);
+int strmap_intern_hashed(strmap *m, const char *key, size_t len, uint32_t hash, int val);
+
 /* SipHash-1-3 of `len` bytes under the process's random key. */
 uint64_t strmap_hash(const void *data, size_t len);
 

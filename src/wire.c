@@ -17,8 +17,35 @@ bool wire_read_byte(wire_reader *r, unsigned char *b)
     return true;
 }
 
+/* A varint whose bytes all lie in the window, decoded from it directly;
+ * false when the window (or `end`, or the input) ends first, or after ten
+ * bytes, and then r->pos is unchanged. Nearly every varint of a model. */
+static bool varint_in_window(wire_reader *r, uint64_t end, uint64_t *value)
+{
+    uint64_t stop = r->window_start + r->window_len;
+    if (end < stop)
+        stop = end;
+    if (r->size < stop)
+        stop = r->size;
+    if (r->pos < r->window_start || r->pos >= stop)
+        return false;
+    const unsigned char *p = r->window + (r->pos - r->window_start);
+    uint64_t n = stop - r->pos < 10 ? stop - r->pos : 10, v = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (!(p[i] & 0x80)) {
+            r->pos += i + 1;
+            *value = v;
+            return true;
+        }
+    }
+    return false;
+}
+
 bool wire_read_varint(wire_reader *r, uint64_t end, uint64_t *value)
 {
+    if (varint_in_window(r, end, value))
+        return true;
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 70; shift += 7) {
         unsigned char b;

@@ -152,7 +152,13 @@ static const char *check_source(const recurrent_shape *rs, const state_source *s
                                 size_t size, int slot)
 {
     if (s->kind == SOURCE_DATA_DEPENDENT) {
-        if (s->node)
+        if (s->too_far && s->node)
+            snprintf(buf, size,
+                     "initial_%s comes through more than %d nodes, further back than the "
+                     "trace follows; it stopped at %s node '%s'",
+                     slot_letter[slot], MAX_TRACE_DEPTH, str_or_empty(s->node->op_type),
+                     str_or_empty(s->node->name));
+        else if (s->node)
             snprintf(buf, size, "initial_%s is computed from data by %s node '%s'",
                      slot_letter[slot], str_or_empty(s->node->op_type),
                      str_or_empty(s->node->name));

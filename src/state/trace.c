@@ -21,7 +21,6 @@
 
 #include "tensor_util.h"
 
-#define MAX_TRACE_DEPTH 64
 #define MAX_VIEW_STEPS 4096    /* steps of one walk back along views, If branches included */
 #define MAX_BRANCH_SCANS 65536 /* scopes one final-state walk looks at for branch reads */
 
@@ -615,6 +614,7 @@ static bool classify_constant(const scope *s, const char *value, state_source *o
         return true;
     }
     out->node = blocker;
+    out->too_far = m->cut;
     return false;
 }
 

@@ -11,7 +11,9 @@
  *   d. CONSTANT        an Expand of an initializer or Constant (via_expand)
  *   e. CONSTANT        a chain that only computes a uniform (zero) tensor
  *   f. VIEW_OF_INPUT   view ops (Slice, Gather, Squeeze, ...) of a graph input
- *   g. DATA_DEPENDENT  anything else; `node` is where tracing stopped */
+ *   g. DATA_DEPENDENT  anything else; `node` is where tracing stopped (with
+ *                      `too_far`, because the walk reached its bound of
+ *                      MAX_TRACE_DEPTH nodes, not because of data) */
 #ifndef RNNSTATE_STATE_TRACE_H
 #define RNNSTATE_STATE_TRACE_H
 
@@ -21,6 +23,9 @@
 #include "onnx_build.h"
 #include "recurrent_ops.h"
 #include "scope.h"
+
+/* Walks back from a value follow at most this many nodes. */
+#define MAX_TRACE_DEPTH 64
 
 typedef enum state_source_kind {
     SOURCE_ABSENT,
@@ -36,6 +41,7 @@ typedef struct state_source {
     const char *input;              /* b, f: the graph input; c: the initializer */
     const scope *owner;             /* c: the scope holding the initializer */
     const Onnx__NodeProto *node;    /* CONSTANT: the node nearest the slot; g: the blocker */
+    bool too_far;                   /* g: the walk stopped at its depth bound */
     bool via_expand;                /* CONSTANT: case d (Expand of a constant) */
     bool uniform;                   /* CONSTANT: every element equals `fill` */
     int32_t elem_type;              /* CONSTANT: element type of the value */

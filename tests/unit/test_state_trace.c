@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,21 @@ static void h_slice_of_state(Onnx__ModelProto *m)
 }
 static void h_from_data(Onnx__ModelProto *m) { mb_node(m, "ReduceMean", "mean", "X", "h"); }
 
+/* Zeros through `n` Identity nodes id0 .. id<n-1>, the last writing h. */
+static void zeros_through_identities(Onnx__ModelProto *m, int n)
+{
+    mb_initializer_filled(m, "zero", MB_FLOAT, MB_DIMS(1, 2, 4), 0.0);
+    char in[16] = "zero", out[16], name[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "id%d", i);
+        snprintf(out, sizeof out, i == n - 1 ? "h" : "v%d", i);
+        mb_node(m, "Identity", name, in, out);
+        snprintf(in, sizeof in, "%s", out);
+    }
+}
+static void h_zeros_near(Onnx__ModelProto *m) { zeros_through_identities(m, MAX_TRACE_DEPTH - 1); }
+static void h_zeros_too_far(Onnx__ModelProto *m) { zeros_through_identities(m, 100); }
+
 typedef struct initial_case {
     const char *why;
     void (*build)(Onnx__ModelProto *m);
@@ -82,18 +98,24 @@ typedef struct initial_case {
     const char *input;   /* GRAPH_INPUT, INITIALIZER, VIEW_OF_INPUT */
     const char *node;    /* CONSTANT, DATA_DEPENDENT: the node named */
     bool via_expand, uniform;
+    bool too_far; /* DATA_DEPENDENT: only because the walk reached its bound */
 } initial_case;
 
 static const initial_case initial_cases[] = {
-    { "an empty slot", NULL, "", SOURCE_ABSENT, NULL, NULL, false, false },
-    { "a graph input", h_graph_input, "h", SOURCE_GRAPH_INPUT, "h", NULL, false, false },
-    { "an initializer", h_initializer, "h", SOURCE_INITIALIZER, "h", NULL, false, false },
-    { "an Expand of zeros", h_expand_of_zeros, "h", SOURCE_CONSTANT, NULL, "expand", true, true },
+    { "an empty slot", NULL, "", SOURCE_ABSENT, NULL, NULL, false, false, false },
+    { "a graph input", h_graph_input, "h", SOURCE_GRAPH_INPUT, "h", NULL, false, false, false },
+    { "an initializer", h_initializer, "h", SOURCE_INITIALIZER, "h", NULL, false, false, false },
+    { "an Expand of zeros", h_expand_of_zeros, "h", SOURCE_CONSTANT, NULL, "expand", true, true, false },
     { "an Expand of a pattern", h_expand_of_pattern, "h", SOURCE_CONSTANT, NULL, "expand", true,
-      false },
-    { "a Slice of a graph input", h_slice_of_state, "h", SOURCE_VIEW_OF_INPUT, "state", NULL,
       false, false },
-    { "computed from data", h_from_data, "h", SOURCE_DATA_DEPENDENT, NULL, "mean", false, false },
+    { "a Slice of a graph input", h_slice_of_state, "h", SOURCE_VIEW_OF_INPUT, "state", NULL,
+      false, false, false },
+    { "computed from data", h_from_data, "h", SOURCE_DATA_DEPENDENT, NULL, "mean", false, false, false },
+    { "zeros through 63 Identity nodes", h_zeros_near, "h", SOURCE_CONSTANT, NULL, "id62", false,
+      true, false },
+    /* the walk stops at the 64th node back: id36 of id0 .. id99 */
+    { "zeros through 100 Identity nodes", h_zeros_too_far, "h", SOURCE_DATA_DEPENDENT, NULL, "id36",
+      false, false, true },
 };
 
 static void test_initial_case(void **state)
@@ -114,6 +136,7 @@ static void test_initial_case(void **state)
         assert_string_equal(src.node->name, c->node);
     assert_int_equal(src.via_expand, c->via_expand);
     assert_int_equal(src.uniform, c->uniform);
+    assert_int_equal(src.too_far, c->too_far);
     if (c->kind == SOURCE_INITIALIZER)
         assert_ptr_equal(src.owner, t.tree.scopes[0]);
     trace_close(&t);
