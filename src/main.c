@@ -427,9 +427,28 @@ static int make_jobs(const cli *c, job **jobs, size_t *n_jobs, size_t *empty_dir
 
 /* ---- one model ----------------------------------------------------------- */
 
-/* mkdir -p for the directory part of path. */
+/* True when the directory part of path exists. */
+static bool parent_dir_exists(const char *path)
+{
+    char *copy = xstrdup(path);
+    char *slash = strrchr(copy, '/');
+    struct stat st;
+    bool there = true; /* no directory part: the current directory */
+    if (slash) {
+        slash[slash == copy] = '\0'; /* "/x" -> "/" */
+        there = stat(copy, &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    free(copy);
+    return there;
+}
+
+/* mkdir -p for the directory part of path. A directory that is there is
+ * only looked at: mkdir() locks its parent even to fail, and every job of
+ * a batch into one directory would wait for the others there. */
 static bool make_parent_dirs(const char *path)
 {
+    if (parent_dir_exists(path))
+        return true;
     char *copy = xstrdup(path);
     bool ok = true;
     for (char *p = copy + 1; ok && (p = strchr(p, '/')) != NULL; p++) {
@@ -777,9 +796,10 @@ typedef struct pool {
     rnnstate_report **reports;
     rnnstate_error *errors;
     job_output *outputs;
-    size_t next; /* the next job to start */
+    size_t next;    /* the next job to start */
+    size_t printed; /* the jobs before it have been printed */
+    bool printing;  /* a worker is printing (one at a time, in input order) */
     pthread_mutex_t lock;
-    pthread_cond_t finished; /* a job is done */
 } pool;
 
 static void run_buffered(pool *p, size_t i)
@@ -795,22 +815,6 @@ static void run_buffered(pool *p, size_t i)
         die_oom();
 }
 
-static void *worker(void *arg)
-{
-    pool *p = arg;
-    pthread_mutex_lock(&p->lock);
-    while (p->next < p->n_jobs) {
-        size_t i = p->next++;
-        pthread_mutex_unlock(&p->lock);
-        run_buffered(p, i);
-        pthread_mutex_lock(&p->lock);
-        p->outputs[i].done = true;
-        pthread_cond_broadcast(&p->finished);
-    }
-    pthread_mutex_unlock(&p->lock);
-    return NULL;
-}
-
 /* Prints job i's messages as a serial run would have, then frees them. */
 static void print_job_output(pool *p, size_t i)
 {
@@ -823,33 +827,57 @@ static void print_job_output(pool *p, size_t i)
     o->text = o->errors = NULL;
 }
 
-/* Runs the jobs on `threads` threads; each job's messages are printed in
- * input order as soon as the jobs before it are done. */
-static void run_parallel(pool *p, size_t threads)
+/* Called with the lock held after a job is done: unless another worker is
+ * at it, prints every job whose turn has come (outside the lock, so that
+ * the others go on working), in input order. */
+static void print_ready_jobs(pool *p)
 {
-    pthread_t *ids = calloc(threads, sizeof *ids);
-    p->outputs = calloc(p->n_jobs, sizeof *p->outputs);
-    if (!ids || !p->outputs || pthread_mutex_init(&p->lock, NULL) != 0 ||
-        pthread_cond_init(&p->finished, NULL) != 0)
-        die_oom();
-    size_t started = 0;
-    for (; started < threads; started++)
-        if (pthread_create(&ids[started], NULL, worker, p) != 0)
-            break;
-    if (started == 0)
-        worker(p); /* no thread to be had: this one does the work */
-    pthread_mutex_lock(&p->lock);
-    for (size_t i = 0; i < p->n_jobs; i++) {
-        while (!p->outputs[i].done)
-            pthread_cond_wait(&p->finished, &p->lock);
+    if (p->printing)
+        return; /* that worker sees this job done before it stops */
+    p->printing = true;
+    while (p->printed < p->n_jobs && p->outputs[p->printed].done) {
+        size_t i = p->printed++;
         pthread_mutex_unlock(&p->lock);
         print_job_output(p, i);
         pthread_mutex_lock(&p->lock);
     }
+    p->printing = false;
+}
+
+static void *worker(void *arg)
+{
+    pool *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (p->next < p->n_jobs) {
+        size_t i = p->next++;
+        pthread_mutex_unlock(&p->lock);
+        run_buffered(p, i);
+        pthread_mutex_lock(&p->lock);
+        p->outputs[i].done = true;
+        print_ready_jobs(p);
+    }
     pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Runs the jobs on `threads` threads, this one among them; each job's
+ * messages are printed in input order as soon as the jobs before it are
+ * done, by whichever worker finishes the job whose turn it is. */
+static void run_parallel(pool *p, size_t threads)
+{
+    pthread_t *ids = calloc(threads, sizeof *ids);
+    p->outputs = calloc(p->n_jobs, sizeof *p->outputs);
+    if (!ids || !p->outputs || pthread_mutex_init(&p->lock, NULL) != 0)
+        die_oom();
+    size_t started = 0;
+    for (; started + 1 < threads; started++)
+        if (pthread_create(&ids[started], NULL, worker, p) != 0)
+            break;
+    worker(p);
     for (size_t t = 0; t < started; t++)
         pthread_join(ids[t], NULL);
-    pthread_cond_destroy(&p->finished);
+    /* every job is done, and printed by the worker that finished the last
+     * one in input order */
     pthread_mutex_destroy(&p->lock);
     free(p->outputs);
     free(ids);
