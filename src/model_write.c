@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "big_alloc.h"
 #include "wire.h"
 #include "model.h"
 #include "onnx_build.h"
@@ -274,7 +275,7 @@ static bool sink_message_sized(sink *s, const ProtobufCMessage *m, size_t size)
         s->len += size;
         return true;
     }
-    unsigned char *buf = malloc(size ? size : 1);
+    unsigned char *buf = big_alloc(size);
     if (!buf) {
         s->error = ENOMEM;
         return false;
