@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "big_alloc.h"
 #include "onnx_build.h"
 
 /* The entry for `name`, whose length and hash (strmap_key_hash) are known. */
@@ -90,7 +89,7 @@ static bool reserve_values(graph_index *gi, const Onnx__GraphProto *g)
         n += g->node[i]->n_output;
     if (n > INT_MAX || !strmap_reserve(&gi->by_name, n))
         return false;
-    gi->values = big_alloc((n ? n : 1) * sizeof *gi->values);
+    gi->values = malloc((n ? n : 1) * sizeof *gi->values);
     gi->cap_values = gi->values ? (n ? n : 1) : 0;
     return gi->values != NULL;
 }

@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #include "array.h"
-#include "big_alloc.h"
 #include "wire.h"
 #include "model.h"
 #include "onnx_build.h"
@@ -275,7 +274,7 @@ static bool sink_message_sized(sink *s, const ProtobufCMessage *m, size_t size)
         s->len += size;
         return true;
     }
-    unsigned char *buf = big_alloc(size);
+    unsigned char *buf = malloc(size ? size : 1);
     if (!buf) {
         s->error = ENOMEM;
         return false;

@@ -1,7 +1,5 @@
 #include "strmap.h"
 
-#include "big_alloc.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -167,22 +165,12 @@ int strmap_get(const strmap *m, const char *key)
     return m->slots[i].key ? m->slots[i].val : -1;
 }
 
-/* A zeroed table of `cap` slots: its slots are read at random, so a large
- * one is asked for in huge pages (big_alloc.h). */
-static strmap_slot *new_table(size_t cap)
-{
-    strmap_slot *slots = big_alloc(cap * sizeof *slots);
-    if (slots)
-        memset(slots, 0, cap * sizeof *slots);
-    return slots;
-}
-
 /* Re-places every slot in a table of `cap` slots (a power of two). */
 static bool resize(strmap *m, size_t cap)
 {
     if ((uint64_t)cap > ((uint64_t)1 << 32) || cap > SIZE_MAX / sizeof(strmap_slot))
         return false;
-    strmap_slot *slots = new_table(cap);
+    strmap_slot *slots = calloc(cap, sizeof *slots);
     if (!slots)
         return false;
     for (size_t i = 0; i < m->cap; i++) {
