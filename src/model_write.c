@@ -159,8 +159,13 @@ static bool sink_write(sink *s, const void *data, size_t size)
     const unsigned char *p = data;
     if (interrupted(s))
         return false;
-    if (s->fd >= 0 && size >= SINK_BUFFER) /* large: straight to the file */
-        return sink_flush(s) && write_all(s, p, size) && (s->written += size, true);
+    if (s->fd >= 0 && size >= SINK_BUFFER) { /* large: straight to the file */
+        if (!sink_flush(s) || !write_all(s, p, size))
+            return false;
+        s->written += size;
+        start_writeback(s);
+        return true;
+    }
     while (size > 0) {
         if (!sink_room(s, size))
             return false;
