@@ -130,6 +130,18 @@ void strmap_free(strmap *m)
     *m = (strmap)STRMAP_INIT;
 }
 
+void strmap_clear(strmap *m)
+{
+    for (struct strmap_block *b = m->blocks, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    m->blocks = NULL;
+    if (m->slots)
+        memset(m->slots, 0, m->cap * sizeof *m->slots);
+    m->count = 0;
+}
+
 static size_t find_slot(const strmap *m, const char *key, uint32_t hash)
 {
     size_t mask = m->cap - 1;

@@ -39,6 +39,8 @@ typedef struct strmap {
 #define STRMAP_INIT { NULL, 0, 0, NULL }
 
 void strmap_free(strmap *m);
+/* Removes every key, keeping the table for the keys to come. */
+void strmap_clear(strmap *m);
 /* Makes room for `n` keys in all, so that filling a map whose size is known
  * does not grow (and re-place) its table step by step. False when out of
  * memory (the map is unchanged). */
