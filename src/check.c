@@ -250,12 +250,21 @@ static rnnstate_status check_if_branches(const Onnx__NodeProto *node, const char
                                          rnnstate_error *err)
 {
     const Onnx__GraphProto *then_branch = NULL, *else_branch = NULL;
+    bool seen_then = false, seen_else = false;
     for (size_t a = 0; a < node->n_attribute; a++) {
         const Onnx__AttributeProto *attr = node->attribute[a];
-        if (!strcmp(str_or_empty(attr->name), "then_branch"))
-            then_branch = attr->g;
-        else if (!strcmp(str_or_empty(attr->name), "else_branch"))
-            else_branch = attr->g;
+        const char *name = str_or_empty(attr->name);
+        bool is_then = !strcmp(name, "then_branch"), is_else = !strcmp(name, "else_branch");
+        /* a second branch of one kind: which one runs is anyone's guess, and
+         * a final state threaded out of it would leave the other without */
+        if ((is_then && seen_then) || (is_else && seen_else))
+            return set_error(err, RNNSTATE_ERR_INVALID,
+                             "%s: invalid model: If '%s' has more than one %s", label,
+                             str_or_empty(node->name), name);
+        if (is_then)
+            then_branch = attr->g, seen_then = true;
+        if (is_else)
+            else_branch = attr->g, seen_else = true;
     }
     if (then_branch && else_branch && then_branch->n_output != else_branch->n_output)
         return set_error(err, RNNSTATE_ERR_INVALID,
