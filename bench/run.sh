@@ -170,7 +170,7 @@ fi
 # run_once KEY [--stdout] OUT CMD...: one timed run; records wall time, peak
 # RSS and CPU time (user + system) under KEY.
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-declare -A times kbs cpus
+declare -A times kbs cpus users
 run_once() {
   local key=$1; shift
   local to=
@@ -191,10 +191,12 @@ run_once() {
   times[$key]+="$t "
   kbs[$key]+="$k "
   cpus[$key]+="$(awk -v u="$u" -v s="$sy" 'BEGIN {printf "%.2f", u + s}') "
+  users[$key]+="$u "
 }
 med_time() { printf '%s\n' ${times[$1]} | median; }
 med_kb() { printf '%s\n' ${kbs[$1]} | median; }
 med_cpu() { printf '%s\n' ${cpus[$1]} | median; }
+med_user() { printf '%s\n' ${users[$1]} | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}'; }
 # exponent T1 N1 T2 N2: the slope of log(time) against log(size)
 exponent() { awk -v a="$1" -v n="$2" -v b="$3" -v m="$4" \
@@ -231,7 +233,7 @@ for idx in "${!layers[@]}"; do
   info=$("$work/make_large_model" "$in" "$l" "$hidden")
   bytes=$(sed -n 's/.*bytes=\([0-9]*\) weight.*/\1/p' <<<"$info")
   cat "$in" >/dev/null # warm the page cache
-  times=() kbs=() cpus=()
+  times=() kbs=() cpus=() users=()
   for ((r = 0; r < reps; r++)); do
     run_once cat --stdout "$work/out.cat" cat "$in"
     run_once fast "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q "${fast_args[@]}"
@@ -279,7 +281,7 @@ done
 measure_graph() {
   local key=$1 in=$2
   cat "$in" >/dev/null
-  times=() kbs=() cpus=()
+  times=() kbs=() cpus=() users=()
   for ((r = 0; r < graph_reps; r++)); do
     run_once cat --stdout "$work/out.cat" cat "$in"
     run_once rw "$work/out.rewrite.onnx" "$tool" "$in" -o "$work/out.rewrite.onnx" -q "${fast_args[@]}"
@@ -292,6 +294,7 @@ measure_graph() {
   fi
   rm -f "$work/out.cat" "$work/out.python.onnx" "$work/out.rewrite.onnx"
   g_cat=$(med_time cat) g_rw=$(med_time rw) g_rw_cpu=$(med_cpu rw) g_kb=$(med_kb rw)
+  g_rw_user=$(med_user rw)
   g_py=- g_py_cpu=-
   if [ "$python_ok" = 1 ]; then g_py=$(med_time py) g_py_cpu=$(med_cpu py); fi
 }
@@ -308,7 +311,7 @@ file_size() { stat -c %s "$1"; }
 # series NAME LABEL LIST MODE [ARG]: for each N in the comma-separated LIST,
 # a model from `make_large_model MODE FILE N [ARG]`, measured; the results
 # go to rw_of, cat_of and py_of under "NAME:N", and N to NAME_list.
-declare -A rw_of cat_of py_of
+declare -A rw_of cat_of py_of user_of
 series() {
   local name=$1 label=$2 list=$3 mode=$4 n in; shift 4
   local -n ns=${name}_list
@@ -319,7 +322,7 @@ series() {
     "$work/make_large_model" "$mode" "$in" "$n" "$@" >/dev/null
     measure_graph "$name$n" "$in"
     graph_row "$label" "$n" "$(file_size "$in")"
-    rw_of[$name:$n]=$g_rw cat_of[$name:$n]=$g_cat py_of[$name:$n]=$g_py
+    rw_of[$name:$n]=$g_rw cat_of[$name:$n]=$g_cat py_of[$name:$n]=$g_py user_of[$name:$n]=$g_rw_user
     rm -f "$in"
   done
 }
@@ -338,7 +341,7 @@ if [ "$batch" -gt 0 ]; then
   for ((i = 0; i < batch; i++)); do
     cp "${samples[$((i % ${#samples[@]}))]}" "$work/batch/$(printf 'm%05d' "$i").onnx"
   done
-  times=() kbs=() cpus=()
+  times=() kbs=() cpus=() users=()
   for ((r = 0; r < graph_reps; r++)); do
     run_once serial "$work/batch.out" "$tool" -j 1 -q "${fast_args[@]}" "$work/batch" -d "$work/batch.out"
     run_once parallel "$work/batch.out" "$tool" -j 2 -q "${fast_args[@]}" "$work/batch" -d "$work/batch.out"
@@ -399,9 +402,11 @@ if [ "$batch" -gt 0 ]; then
     "$(ratio "$batch_parallel" "$batch_serial")x"
 fi
 # exponents: between the smallest and the largest of each series
-exp_line() { # NAME T1 N1 T2 N2 [CAT1 CAT2]: with cat's times, cat's exponent beside
+exp_line() { # NAME T1 N1 T2 N2 [CAT1 CAT2 USER1 USER2]: for a series bound by the
+  # disk, cat's exponent and that of the rewrite's user CPU time beside
   local e note=""; e=$(exponent "$2" "$3" "$4" "$5")
-  [ -z "${6:-}" ] || note="; cat in the same run: $(exponent "$6" "$3" "$7" "$5")"
+  [ -z "${6:-}" ] ||
+    note="; cat in the same run: $(exponent "$6" "$3" "$7" "$5"); the rewrite's user time: $(exponent "$8" "$3" "$9" "$5")"
   target "exponent, time against $1 <= 1.1" "$(verdict le "$e" 1.1)" "$e ($3 -> $5$note)"
 }
 if [ "${#lstm_bytes[@]}" -ge 2 ]; then
@@ -417,7 +422,7 @@ for spec in "bank:large-tensor count" "grus:recurrent-node count" "chain:node co
   a=${ns[0]} b=${ns[$((${#ns[@]} - 1))]}
   if [ "$name" = bank ]; then # bound by the disk: cat's scaling is the floor
     exp_line "${spec#*:}" "${rw_of[$name:$a]}" "$a" "${rw_of[$name:$b]}" "$b" \
-      "${cat_of[$name:$a]}" "${cat_of[$name:$b]}"
+      "${cat_of[$name:$a]}" "${cat_of[$name:$b]}" "${user_of[$name:$a]}" "${user_of[$name:$b]}"
   else
     exp_line "${spec#*:}" "${rw_of[$name:$a]}" "$a" "${rw_of[$name:$b]}" "$b"
   fi
