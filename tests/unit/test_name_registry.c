@@ -39,6 +39,35 @@ static rnnstate_model *model_with_branches(void)
     return model;
 }
 
+typedef struct fixture {
+    rnnstate_model *model;
+    scope_tree tree;
+    name_registry reg;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->model = model_with_branches();
+    *state = f;
+    if (!scope_tree_build(&f->tree, f->model))
+        return -1;
+    name_registry_init(&f->reg, &f->tree);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    name_registry_free(&f->reg);
+    scope_tree_free(&f->tree);
+    rnnstate_model_free(f->model);
+    free(f);
+    return 0;
+}
+
 static void expect_unique(name_registry *reg, const char *base, const char *expected)
 {
     char *name = name_registry_unique(reg, base);
@@ -51,49 +80,33 @@ static void expect_unique(name_registry *reg, const char *base, const char *expe
  * every graph are taken, and so is every name handed out. */
 static void test_unique_names_avoid_every_graph(void **state)
 {
-    (void)state;
-    rnnstate_model *model = model_with_branches();
-    scope_tree tree;
-    assert_true(scope_tree_build(&tree, model));
-    name_registry reg;
-    name_registry_init(&reg, &tree);
-    assert_false(reg.filled);
-    assert_int_equal(reg.names.count, 0);
-    expect_unique(&reg, "fresh", "fresh");
-    assert_true(reg.filled);
-    expect_unique(&reg, "fresh", "fresh_1");   /* handed out before */
-    expect_unique(&reg, "a", "a_1");           /* a main-graph value */
-    expect_unique(&reg, "relu", "relu_1");     /* a node */
-    expect_unique(&reg, "t", "t_1");           /* a value of a branch */
-    expect_unique(&reg, "inner", "inner_1");   /* a node of a branch */
-    expect_unique(&reg, "e", "e_1");
-    expect_unique(&reg, "if_out", "if_out_1"); /* a graph output */
-    name_registry_free(&reg);
-    scope_tree_free(&tree);
-    rnnstate_model_free(model);
+    name_registry *reg = &((fixture *)*state)->reg;
+    assert_false(reg->filled);
+    assert_int_equal(reg->names.count, 0);
+    expect_unique(reg, "fresh", "fresh");
+    assert_true(reg->filled);
+    expect_unique(reg, "fresh", "fresh_1");   /* handed out before */
+    expect_unique(reg, "a", "a_1");           /* a main-graph value */
+    expect_unique(reg, "relu", "relu_1");     /* a node */
+    expect_unique(reg, "t", "t_1");           /* a value of a branch */
+    expect_unique(reg, "inner", "inner_1");   /* a node of a branch */
+    expect_unique(reg, "e", "e_1");
+    expect_unique(reg, "if_out", "if_out_1"); /* a graph output */
 }
 
 /* A registry that hands out nothing collects nothing. */
 static void test_nothing_collected_until_asked(void **state)
 {
-    (void)state;
-    rnnstate_model *model = model_with_branches();
-    scope_tree tree;
-    assert_true(scope_tree_build(&tree, model));
-    name_registry reg;
-    name_registry_init(&reg, &tree);
-    name_registry_free(&reg);
-    assert_false(reg.filled);
-    assert_null(reg.names.slots);
-    scope_tree_free(&tree);
-    rnnstate_model_free(model);
+    name_registry *reg = &((fixture *)*state)->reg;
+    assert_false(reg->filled);
+    assert_null(reg->names.slots);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_unique_names_avoid_every_graph),
-        cmocka_unit_test(test_nothing_collected_until_asked),
+        cmocka_unit_test_setup_teardown(test_unique_names_avoid_every_graph, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nothing_collected_until_asked, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
