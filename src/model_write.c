@@ -50,8 +50,10 @@
 /* Writes to a file go through a buffer of this size: the serialized graph
  * and the small tensors between large ones are gathered into few write()
  * calls, and lazy tensors copied with pread() land in it directly. Small
- * enough to stay in the CPU's cache between the read and the write. */
-#define SINK_BUFFER ((size_t)1 << 20)
+ * enough to stay in the CPU's cache between the read and the write: with
+ * 1 MiB, 15,000 GRUs of 64 KiB weights (1.9 GB) took 1.8 s against 1.15 s
+ * (median of 6 interleaved runs; the same at 6,000). */
+#define SINK_BUFFER ((size_t)256 << 10)
 
 typedef struct sink {
     int fd;             /* a file, or -1 for memory */

@@ -121,7 +121,7 @@ fails "fallback: write ENOSPC, in-place rewrite" "tmpfile:EOPNOTSUPP,write:ENOSP
 # Initializers over 64 KiB are copied from the input file at save time
 # (lazy_scan.c). The shim holds the first write; meanwhile the input is
 # truncated; the copy then comes up short and must fail cleanly. Four GRUs
-# (2.3 MB of weights) overflow the writer's 1 MiB buffer, so that its first
+# (2.3 MB of weights) overflow the writer's 256 KiB buffer, so that its first
 # write comes before the copy is done.
 fresh_dir
 [ -n "$gen" ] && "$gen" big-weights "$d/in.onnx" 4 || cp "$src" "$d/in.onnx"
