@@ -60,8 +60,9 @@ static bool shapes_conflict(const pair_end *a, const pair_end *b)
 
 static void describe_end(strbuf *sb, const pair_end *end, const char *what)
 {
-    sb_addf(sb, "%s %s%s%s is %s [", what, end->name ? "'" : "(new)", end->name ? end->name : "",
-            end->name ? "'" : "", dtype_name(end->elem_type));
+    sb_addf(sb, "%s %s%s%s%s is %s [", what, end->name ? "'" : "(new)", end->name ? end->name : "",
+            end->name ? "'" : "", end->undeclared ? " (no shape declared: the node's state)" : "",
+            dtype_name(end->elem_type));
     for (size_t d = 0; d < end->rank; d++) {
         const dim_info *x = &end->dims[d];
         if (x->param)
@@ -82,14 +83,36 @@ const char *pair_contract_problem(const rewrite_ctx *ctx, const node_plan *p, in
                      sp->source.kind == SOURCE_VIEW_OF_INPUT;
     const char *reached = alone ? NULL : model_fed ? sp->reached : sp->reached_direct;
     pair_end in, out;
-    if (model_fed)
+    bool in_declared = model_fed, out_declared = reached != NULL;
+    if (in_declared)
         pair_end_declared(ctx, sp->reset_of ? sp->reset_of : sp->source.input, false, &in);
-    else
-        pair_end_created(&p->rs, &in);
-    if (reached)
+    if (out_declared)
         pair_end_declared(ctx, reached, true, &out);
-    else
+    /* An end that declares no shape and that the node reads or writes as it
+     * is (not a view of a stack of states) has the node's state shape, which
+     * the report gives for the pair: the other end must fit that. */
+    bool in_is_state = !sp->reset_of && sp->source.kind == SOURCE_GRAPH_INPUT;
+    bool out_is_state = reached && sp->reached_direct && !strcmp(reached, sp->reached_direct);
+    if (in_declared && !in.rank && in_is_state) {
+        pair_end_clear(&in);
+        in_declared = false;
+    }
+    if (out_declared && !out.rank && out_is_state) {
+        pair_end_clear(&out);
+        out_declared = false;
+    }
+    if (!in_declared) {
+        const char *name = model_fed ? in.name : NULL;
+        pair_end_created(&p->rs, &in);
+        in.name = name;
+        in.undeclared = name != NULL;
+    }
+    if (!out_declared) {
+        const char *name = reached ? out.name : NULL;
         pair_end_created(&p->rs, &out);
+        out.name = name;
+        out.undeclared = name != NULL;
+    }
     bool types_differ = in.elem_type && out.elem_type && in.elem_type != out.elem_type;
     const char *problem = NULL;
     if (types_differ || shapes_conflict(&in, &out)) {
@@ -103,9 +126,9 @@ const char *pair_contract_problem(const rewrite_ctx *ctx, const node_plan *p, in
         sb_release(&sb);
         problem = buf;
     }
-    if (model_fed)
+    if (in_declared)
         pair_end_clear(&in);
-    if (reached)
+    if (out_declared)
         pair_end_clear(&out);
     return problem;
 }

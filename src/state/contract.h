@@ -18,6 +18,7 @@
  * node's state shape for an input or output the pass creates. */
 typedef struct pair_end {
     const char *name; /* NULL for one the pass creates */
+    bool undeclared;  /* named, with no shape declared: the node's state shape */
     int32_t elem_type;
     size_t rank;      /* 0 with no declared shape */
     dim_info dims[8]; /* owned: pair_end_clear() frees them */
