@@ -42,6 +42,20 @@ static void pair_end_created(const recurrent_shape *rs, pair_end *end)
     recurrent_state_dims(rs, end->dims);
 }
 
+/* *end as the node's state: the end the pass creates (declared NULL), or a
+ * declared end without a shape, which keeps its name and any type it
+ * declares. */
+static void state_shaped(const recurrent_shape *rs, const pair_end *declared, pair_end *end)
+{
+    const char *name = declared ? declared->name : NULL;
+    int32_t elem_type = declared ? declared->elem_type : 0;
+    pair_end_created(rs, end);
+    end->name = name;
+    end->undeclared = name != NULL;
+    if (elem_type)
+        end->elem_type = elem_type;
+}
+
 /* Two shapes conflict when both are declared and differ in rank, or in a
  * dimension both fix. A symbolic dimension binds at run time and fits any. */
 static bool shapes_conflict(const pair_end *a, const pair_end *b)
@@ -90,7 +104,8 @@ const char *pair_contract_problem(const rewrite_ctx *ctx, const node_plan *p, in
         pair_end_declared(ctx, reached, true, &out);
     /* An end that declares no shape and that the node reads or writes as it
      * is (not a view of a stack of states) has the node's state shape, which
-     * the report gives for the pair: the other end must fit that. */
+     * the report gives for the pair: the other end must fit that. A type it
+     * declares stays. */
     bool in_is_state = !sp->reset_of && sp->source.kind == SOURCE_GRAPH_INPUT;
     bool out_is_state = reached && sp->reached_direct && !strcmp(reached, sp->reached_direct);
     if (in_declared && !in.rank && in_is_state) {
@@ -101,18 +116,10 @@ const char *pair_contract_problem(const rewrite_ctx *ctx, const node_plan *p, in
         pair_end_clear(&out);
         out_declared = false;
     }
-    if (!in_declared) {
-        const char *name = model_fed ? in.name : NULL;
-        pair_end_created(&p->rs, &in);
-        in.name = name;
-        in.undeclared = name != NULL;
-    }
-    if (!out_declared) {
-        const char *name = reached ? out.name : NULL;
-        pair_end_created(&p->rs, &out);
-        out.name = name;
-        out.undeclared = name != NULL;
-    }
+    if (!in_declared)
+        state_shaped(&p->rs, model_fed ? &in : NULL, &in);
+    if (!out_declared)
+        state_shaped(&p->rs, reached ? &out : NULL, &out);
     bool types_differ = in.elem_type && out.elem_type && in.elem_type != out.elem_type;
     const char *problem = NULL;
     if (types_differ || shapes_conflict(&in, &out)) {
