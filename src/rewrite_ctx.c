@@ -34,10 +34,12 @@ void ctx_free(rewrite_ctx *ctx)
         free(ctx->detached[i].name);
     free(ctx->detached);
     strmap_free(&ctx->dropped);
-    for (size_t i = 0; i < ctx->n_time_traces; i++)
+    for (size_t i = 0; i < ctx->n_time_traces; i++) {
         free(ctx->time_traces[i].input);
+        free(ctx->time_traces[i].label);
+        free(ctx->time_traces[i].node_name);
+    }
     free(ctx->time_traces);
-    ptrmap_free(&ctx->traced);
     report_builder_discard(&ctx->report);
 }
 

@@ -7,7 +7,6 @@
 #define RNNSTATE_REWRITE_CTX_H
 
 #include "graph_index.h"
-#include "ptrmap.h"
 #include "scope.h"
 #include "model.h"
 #include "name_registry.h"
@@ -20,10 +19,14 @@ typedef struct detached_value {
 } detached_value;
 
 /* Where a recurrent node's sequence axis comes from: an axis of a main-graph
- * input, or nowhere known (input NULL). */
+ * input, or nowhere known (input NULL); with what the record needs of the
+ * node, copied, since the passes in between may free graphs. */
 typedef struct time_trace {
     char *input;
     int64_t axis;
+    size_t report_node; /* the node's entry in the report */
+    char *label;        /* "GRU 'name' in main/...": names an untraced node */
+    char *node_name;
 } time_trace;
 
 typedef struct rewrite_ctx {
@@ -41,10 +44,9 @@ typedef struct rewrite_ctx {
     /* Initializers of main-graph inputs to remove when the state pass ends
      * (defaults of existing state inputs, with required state inputs). */
     strmap dropped; /* name -> 1 */
-    /* The sequence axes of the recurrent nodes, traced before the state pass
-     * changes the graph and recorded after it (time_axis.c): by node, the
-     * position in time_traces. */
-    ptrmap traced;
+    /* The sequence axes of the recurrent nodes outside loops, in the order
+     * of the report, traced before the state pass changes the graph and
+     * recorded after it (time_axis.c). */
     time_trace *time_traces;
     size_t n_time_traces;
     bool changed;   /* the graph was rewritten */

@@ -27,8 +27,10 @@ typedef struct untraced {
     strbuf names;
 } untraced;
 
-/* Traces one node's sequence axis and keeps the answer for pass_time_axis. */
-static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *node)
+/* Traces one node's sequence axis and keeps the answer for pass_time_axis,
+ * with copies of what the record needs (cleanup may free the node). */
+static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *node,
+                       size_t report_node)
 {
     const recurrent_op *op = recurrent_op_of(node);
     const char *x = node->n_input ? str_or_empty(node->input[RECURRENT_INPUT_X]) : "";
@@ -40,64 +42,59 @@ static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *
     if (!grown)
         return false;
     ctx->time_traces = grown;
-    time_trace *t = &grown[ctx->n_time_traces];
-    *t = (time_trace){ input ? strdup(input) : NULL, axis };
-    if (input && !t->input)
+    strbuf label = STRBUF_INIT;
+    sb_addf(&label, "%s '%s' in %s", op->name, str_or_empty(node->name), s->path);
+    time_trace t = { input ? strdup(input) : NULL, axis, report_node,
+                     label.oom ? NULL : label.buf, strdup(str_or_empty(node->name)) };
+    if ((input && !t.input) || !t.label || !t.node_name) {
+        free(t.input);
+        sb_release(&label);
+        free(t.node_name);
         return false;
-    ctx->n_time_traces++;
-    return ptrmap_put(&ctx->traced, node, ctx->n_time_traces - 1);
+    }
+    grown[ctx->n_time_traces++] = t;
+    return true;
 }
 
 rnnstate_status pass_time_axis_trace(rewrite_ctx *ctx)
 {
     bool ok = scope_tree_refresh(&ctx->scopes);
+    size_t r = 0; /* the node's entry in the report: every recurrent node, in order */
     for (size_t i = 0; ok && i < ctx->scopes.n; i++) {
         const scope *s = ctx->scopes.scopes[i];
-        for (size_t k = 0; ok && !s->in_loop && k < s->graph->n_node; k++)
-            if (recurrent_op_of(s->graph->node[k]))
-                ok = trace_node(ctx, s, s->graph->node[k]);
+        for (size_t k = 0; ok && k < s->graph->n_node; k++) {
+            if (!recurrent_op_of(s->graph->node[k]))
+                continue;
+            if (!s->in_loop)
+                ok = trace_node(ctx, s, s->graph->node[k], r);
+            r++;
+        }
     }
     return ok ? RNNSTATE_OK : ctx_oom(ctx);
 }
 
-/* Records the traced axis of one node, or names it among the untraced. */
-static void record_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *node,
-                        untraced *missing)
-{
-    size_t at;
-    const time_trace *t = ptrmap_get(&ctx->traced, node, &at) ? &ctx->time_traces[at] : NULL;
-    if (t && t->input) {
-        report_add_time_axis(&ctx->report, t->input, (size_t)t->axis);
-        return;
-    }
-    if (missing->n++ < NAMED_UNTRACED)
-        sb_addf(&missing->names, "%s%s '%s' in %s", missing->n > 1 ? ", " : "",
-                recurrent_op_of(node)->name, str_or_empty(node->name), s->path);
-}
-
-/* True when the state pass left node number `r` (in the order it planned
- * them, which is this pass's) reset at every call. */
-static bool left_reset(const rewrite_ctx *ctx, size_t r, const Onnx__NodeProto *node)
+/* True when the state pass left the traced node reset at every call. */
+static bool left_reset(const rewrite_ctx *ctx, const time_trace *t)
 {
     const rnnstate_report *rep = ctx->report.report;
+    size_t r = t->report_node;
     return rep && r < rep->n_nodes && rep->nodes[r].status == RNNSTATE_NODE_RESET_EACH_CALL &&
-           !strcmp(rep->nodes[r].name, str_or_empty(node->name));
+           !strcmp(rep->nodes[r].name, t->node_name);
 }
 
+/* Works from the traces alone: the graphs may have lost nodes and
+ * subgraphs since (cleanup). */
 rnnstate_status pass_time_axis(rewrite_ctx *ctx)
 {
     untraced missing = { 0, STRBUF_INIT };
-    size_t r = 0; /* the node's entry in the report */
-    for (size_t i = 0; i < ctx->scopes.n; i++) {
-        const scope *s = ctx->scopes.scopes[i];
-        for (size_t k = 0; k < s->graph->n_node; k++) {
-            const Onnx__NodeProto *node = s->graph->node[k];
-            if (!recurrent_op_of(node))
-                continue;
-            if (!s->in_loop && !left_reset(ctx, r, node))
-                record_node(ctx, s, node, &missing);
-            r++;
-        }
+    for (size_t i = 0; i < ctx->n_time_traces; i++) {
+        const time_trace *t = &ctx->time_traces[i];
+        if (left_reset(ctx, t))
+            continue;
+        if (t->input)
+            report_add_time_axis(&ctx->report, t->input, (size_t)t->axis);
+        else if (missing.n++ < NAMED_UNTRACED)
+            sb_addf(&missing.names, "%s%s", missing.n > 1 ? ", " : "", t->label);
     }
     bool ok = true;
     if (missing.n)
