@@ -216,12 +216,6 @@ bool strmap_reserve(strmap *m, size_t n)
     return cap == m->cap || resize(m, cap);
 }
 
-int strmap_intern(strmap *m, const char *key, int val)
-{
-    size_t len = strlen(key);
-    return strmap_intern_hashed(m, key, len, key_hash(key, len), val);
-}
-
 int strmap_intern_hashed(strmap *m, const char *key, size_t len, uint32_t hash, int val)
 {
     if ((m->count + 1) * 2 > m->cap && !grow(m))

@@ -49,14 +49,12 @@ bool strmap_reserve(strmap *m, size_t n);
 int strmap_get(const strmap *m, const char *key);
 /* Stores val under key (replacing any value). Returns false when out of memory. */
 bool strmap_put(strmap *m, const char *key, int val);
-/* The value stored under key; if there is none, stores val and returns it.
- * -1 when out of memory. One hash and one probe, for get-or-insert. */
-int strmap_intern(strmap *m, const char *key, int val);
-
-/* For a caller that knows the keys it will intern next (the index walks the
- * nodes in order): the hash a key's slot is chosen by, a hint that brings
- * that slot into the cache while other work goes on (a large map's probes
- * are cache misses), and interning with the hash already computed. */
+/* Get-or-insert, for a caller that knows the keys it will intern next (the
+ * index walks the nodes in order): the hash a key's slot is chosen by
+ * (`len` is strlen(key)), a hint that brings that slot into the cache while
+ * other work goes on (a large map's probes are cache misses), and interning:
+ * the value stored under key; if there is none, stores val and returns it;
+ * -1 when out of memory. One probe. */
 uint32_t strmap_key_hash(const char *key, size_t len);
 void strmap_prefetch(const strmap *m, uint32_t hash);
 int strmap_intern_hashed(strmap *m, const char *key, size_t len, uint32_t hash, int val);

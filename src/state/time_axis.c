@@ -96,14 +96,13 @@ rnnstate_status pass_time_axis(rewrite_ctx *ctx)
         else if (missing.n++ < NAMED_UNTRACED)
             sb_addf(&missing.names, "%s%s", missing.n > 1 ? ", " : "", t->label);
     }
-    bool ok = true;
     if (missing.n)
         report_note(&ctx->report,
                     "time axis: the sequence axis of %zu recurrent node%s does not trace back to "
                     "a graph input: %s%s",
                     missing.n, missing.n == 1 ? "" : "s", missing.names.buf,
                     missing.n > NAMED_UNTRACED ? ", ..." : "");
-    ok = ok && !missing.names.oom;
+    bool ok = !missing.names.oom && !report_builder_failed(&ctx->report);
     sb_release(&missing.names);
-    return ok && !report_builder_failed(&ctx->report) ? RNNSTATE_OK : ctx_oom(ctx);
+    return ok ? RNNSTATE_OK : ctx_oom(ctx);
 }

@@ -114,13 +114,14 @@ static void test_long_key_is_copied_whole(void **state)
     strmap_free(&m);
 }
 
-/* strmap_intern: the stored value when there is one, else the new one. */
+/* strmap_intern_hashed: the stored value when there is one, else the new one. */
 static void test_intern_gets_or_inserts(void **state)
 {
     (void)state;
     strmap m = STRMAP_INIT;
-    assert_int_equal(strmap_intern(&m, "h", 4), 4);
-    assert_int_equal(strmap_intern(&m, "h", 9), 4);
+    uint32_t h = strmap_key_hash("h", 1);
+    assert_int_equal(strmap_intern_hashed(&m, "h", 1, h, 4), 4);
+    assert_int_equal(strmap_intern_hashed(&m, "h", 1, h, 9), 4);
     assert_int_equal(strmap_get(&m, "h"), 4);
     assert_int_equal(m.count, 1);
     strmap_free(&m);
