@@ -3,6 +3,7 @@
  * signal policy lives here, not in the library: Ctrl-C, kill or a closed
  * terminal during a save asks the save to stop and remove its temporary
  * file, then takes effect. */
+#define _DEFAULT_SOURCE /* struct dirent's d_type and DT_* */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -303,6 +304,31 @@ static int compare_strings(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static bool is_model_name(const char *name)
+{
+    return ends_with(name, ".onnx") && !ends_with(name, ".updated.onnx");
+}
+
+/* The directory entry's type, where the file system gives it, spares a
+ * stat() per file: a listing is the serial part of a batch run. */
+static bool is_regular_file(const struct dirent *e, const char *path)
+{
+    struct stat st;
+    if (e->d_type == DT_REG)
+        return true;
+    if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN)
+        return false;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode); /* a link to a model counts */
+}
+
+static bool is_real_directory(const struct dirent *e, const char *path)
+{
+    struct stat st;
+    if (e->d_type != DT_UNKNOWN)
+        return e->d_type == DT_DIR;
+    return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* Every *.onnx below dir (sorted, so runs are reproducible). Our own outputs
  * (*.updated.onnx) are left out so that running twice does not stack them. */
 static void find_models(const char *dir, bool recursive, string_list *found)
@@ -316,11 +342,9 @@ static void find_models(const char *dir, bool recursive, string_list *found)
         if (e->d_name[0] == '.')
             continue;
         char *path = join_path(dir, e->d_name);
-        struct stat st, lst;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && ends_with(e->d_name, ".onnx") &&
-            !ends_with(e->d_name, ".updated.onnx")) {
+        if (is_model_name(e->d_name) && is_regular_file(e, path)) {
             list_push(&here, path);
-        } else if (recursive && lstat(path, &lst) == 0 && S_ISDIR(lst.st_mode)) {
+        } else if (recursive && is_real_directory(e, path)) {
             find_models(path, true, &here); /* symlinked directories are not followed */
             free(path);
         } else {
@@ -383,6 +407,36 @@ static char *output_for(const cli *c, const char *root, const char *input)
     return !strcmp(input, "-") ? xstrdup("-") : default_output(input);
 }
 
+static int compare_outputs(const void *a, const void *b)
+{
+    const job *x = *(const job *const *)a, *y = *(const job *const *)b;
+    int c = strcmp(x->output, y->output);
+    return c ? c : (x > y) - (x < y); /* equal paths in job order */
+}
+
+/* The output path (not "-") that two jobs share, taking the first job in
+ * order that has a later twin; NULL when there is none. Sorted, not
+ * compared pair by pair: a folder of many models is checked in
+ * O(n log n). */
+static const char *first_output_written_twice(job *jobs, size_t n_jobs)
+{
+    const job **sorted = malloc((n_jobs ? n_jobs : 1) * sizeof *sorted);
+    if (!sorted)
+        die_oom();
+    size_t n = 0;
+    for (size_t i = 0; i < n_jobs; i++)
+        if (jobs[i].output && strcmp(jobs[i].output, "-") != 0)
+            sorted[n++] = &jobs[i];
+    if (n > 1)
+        qsort(sorted, n, sizeof *sorted, compare_outputs);
+    const job *first = NULL; /* the earliest job of a group of equal outputs */
+    for (size_t i = 0; i + 1 < n; i++)
+        if (!strcmp(sorted[i]->output, sorted[i + 1]->output) && (!first || sorted[i] < first))
+            first = sorted[i];
+    free(sorted);
+    return first ? first->output : NULL;
+}
+
 /* Turns the MODEL arguments into jobs; returns -1, or a usage exit status. */
 static int make_jobs(const cli *c, job **jobs, size_t *n_jobs, size_t *empty_dirs)
 {
@@ -417,11 +471,9 @@ static int make_jobs(const cli *c, job **jobs, size_t *n_jobs, size_t *empty_dir
         if ((*jobs)[i].output && !strcmp((*jobs)[i].output, "-"))
             return usage_error("%s", "the model and --json both want standard output: give -o FILE "
                                      "or leave out --json");
-    for (size_t i = 0; i < *n_jobs; i++)
-        for (size_t j = i + 1; (*jobs)[i].output && j < *n_jobs; j++)
-            if ((*jobs)[j].output && !strcmp((*jobs)[i].output, (*jobs)[j].output) &&
-                strcmp((*jobs)[i].output, "-") != 0)
-                return usage_error("two models would be written to %s", (*jobs)[i].output);
+    const char *twice = first_output_written_twice(*jobs, *n_jobs);
+    if (twice)
+        return usage_error("two models would be written to %s", twice);
     return -1;
 }
 
@@ -529,10 +581,13 @@ typedef struct input_file {
 } input_file;
 
 typedef struct run_state {
+    const job *jobs;
+    size_t n_jobs;
+    bool inputs_noted;  /* inputs is filled: the first time an output was already there */
     input_file *inputs; /* every input of the run that is a file */
     size_t n_inputs;
     char *cleaned_dir;  /* the last directory cleared of stale temporary files */
-    pthread_mutex_t lock; /* guards cleaned_dir when models are processed in parallel */
+    pthread_mutex_t lock; /* guards the above when models are processed in parallel */
 } run_state;
 
 static int compare_files(const void *a, const void *b)
@@ -543,31 +598,42 @@ static int compare_files(const void *a, const void *b)
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-/* The inputs' identities, sorted for a binary search per output. */
-static void note_inputs(const job *jobs, size_t n_jobs, run_state *rs)
+/* The inputs' identities, sorted for a binary search per output. Taken the
+ * first time an output already exists, not before the run: into a new
+ * directory, a batch never stats its inputs twice. (An input that an
+ * earlier job of the run has written by then is noted too, which only
+ * protects more.) */
+static void note_inputs(run_state *rs)
 {
     struct stat st;
-    for (size_t i = 0; i < n_jobs; i++) {
-        if (!strcmp(jobs[i].input, "-") || stat(jobs[i].input, &st) != 0)
+    pthread_mutex_lock(&rs->lock);
+    for (size_t i = 0; i < rs->n_jobs && !rs->inputs_noted; i++) {
+        const job *j = &rs->jobs[i];
+        if (!strcmp(j->input, "-") || stat(j->input, &st) != 0)
             continue;
         input_file *grown = owned_array_grow(rs->inputs, rs->n_inputs, sizeof *grown);
         if (!grown)
             die_oom();
-        grown[rs->n_inputs++] = (input_file){ st.st_dev, st.st_ino, jobs[i].input };
+        grown[rs->n_inputs++] = (input_file){ st.st_dev, st.st_ino, j->input };
         rs->inputs = grown;
     }
-    if (rs->n_inputs > 1)
+    if (!rs->inputs_noted && rs->n_inputs > 1)
         qsort(rs->inputs, rs->n_inputs, sizeof *rs->inputs, compare_files);
+    rs->inputs_noted = true;
+    pthread_mutex_unlock(&rs->lock);
 }
 
 /* An output that is an input of the run (the same file, however it is
  * reached: -d onto the input's directory, a symbolic link, "..", a hard
  * link) is not written, unless the user named it with -o. */
-static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j, const run_state *rs,
+static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j, run_state *rs,
                                                  rnnstate_error *err)
 {
     struct stat st;
-    if (c->output || !strcmp(j->output, "-") || stat(j->output, &st) != 0 || !rs->n_inputs)
+    if (c->output || !strcmp(j->output, "-") || stat(j->output, &st) != 0)
+        return RNNSTATE_OK;
+    note_inputs(rs);
+    if (!rs->n_inputs)
         return RNNSTATE_OK;
     input_file key = { st.st_dev, st.st_ino, NULL };
     const input_file *same =
@@ -926,10 +992,9 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     if (!results || !errors || !reports)
         die_oom();
     run_totals t = { 0 };
-    run_state rs = { .inputs = NULL };
+    run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
     if (pthread_mutex_init(&rs.lock, NULL) != 0)
         die_oom();
-    note_inputs(jobs, n_jobs, &rs);
     size_t threads = thread_count(c, jobs, n_jobs);
     if (threads > 1) {
         pool p = { .c = c, .jobs = jobs, .n_jobs = n_jobs, .rs = &rs, .text = text,

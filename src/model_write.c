@@ -794,6 +794,17 @@ static rnnstate_status relocate_external_data(const rnnstate_model *m, const cha
     r->label = m->label;
     r->err = err;
     r->source_dir = m->source_dir;
+    /* most models keep every tensor inside: no path to resolve (realpath()
+     * costs a system call per directory of both paths) */
+    const char *location = first_external_location(m->proto->graph);
+    if (!location)
+        return RNNSTATE_OK;
+    if (!m->source_dir)
+        return set_error(err, RNNSTATE_ERR_INVALID,
+                         "%s: initializers are stored in external files ('%s') whose location "
+                         "is relative to the model's directory, which is unknown here: give "
+                         "the model's path instead",
+                         m->label, location);
     char *copy = strdup(path);
     char resolved[PATH_MAX];
     if (!copy)
@@ -801,16 +812,6 @@ static rnnstate_status relocate_external_data(const rnnstate_model *m, const cha
     bool found = realpath(dirname(copy), resolved) != NULL;
     free(copy);
     char source[PATH_MAX];
-    if (!m->source_dir) {
-        const char *location = first_external_location(m->proto->graph);
-        if (location)
-            return set_error(err, RNNSTATE_ERR_INVALID,
-                             "%s: initializers are stored in external files ('%s') whose location "
-                             "is relative to the model's directory, which is unknown here: give "
-                             "the model's path instead",
-                             m->label, location);
-        return RNNSTATE_OK;
-    }
     if (!found || !realpath(m->source_dir, source) || !strcmp(source, resolved))
         return RNNSTATE_OK; /* same directory: nothing to change */
     if (!(r->out_dir = strdup(resolved)))

@@ -128,6 +128,21 @@ run "--recursive" 0 -n --json --recursive "$tree/" &&
   eq "--recursive, trailing slash" "$(js "$io/stdout" 'r.models.map(m => m.input).join(" ")')" \
     "$tree/a.onnx $tree/sub/b.onnx $tree/sub/deeper/c.onnx"
 
+# what a listing takes: regular files and links to them; directories, but
+# not through links; nothing that a link leads nowhere from
+links=$work/links
+mkdir -p "$links/sub" "$links/dir.onnx"
+cp "$m_gru" "$links/real.onnx"; cp "$m_gru" "$links/sub/d.onnx"; cp "$m_gru" "$links/dir.onnx/e.onnx"
+ln -s real.onnx "$links/link.onnx"; ln -s sub "$links/dirlink"; ln -s sub "$links/dirlink.onnx"
+ln -s missing.onnx "$links/dangling.onnx"
+run "directory -r with links" 0 -n --json -r "$links" &&
+  eq "directory -r: links to models taken, linked directories not followed" \
+    "$(js "$io/stdout" 'r.models.map(m => m.input).join(" ")')" \
+    "$links/dir.onnx/e.onnx $links/link.onnx $links/real.onnx $links/sub/d.onnx"
+run "directory with links" 0 -n --json "$links" &&
+  eq "directory: a link to a model is a model, a directory named *.onnx is not" \
+    "$(js "$io/stdout" 'r.models.map(m => m.input).join(" ")')" "$links/link.onnx $links/real.onnx"
+
 snap=$(snapshot "$tree")
 run "-r -d" 0 -r "$tree" -d "$work/out" &&
   eq "-d mirrors the layout below the directory" "$(files "$work/out")" \
@@ -168,9 +183,16 @@ run "-o with several models" 2 "$m_gru" "$m_lstm" -o "$work/x.onnx" &&
 Try 'rnnstate-rewrite --help' for more information."
 run "-o with a directory of several models" 2 -r "$tree" -o "$work/x.onnx"
 mkdir -p "$work/p" "$work/q"; cp "$m_gru" "$work/p/m.onnx"; cp "$m_gru" "$work/q/m.onnx"
+for m in p/b p/a q/b q/a; do cp "$m_gru" "$work/$m.onnx"; done
 before=$(snapshot "$work")
 run "-d: two models, one output name" 2 "$work/p/m.onnx" "$work/q/m.onnx" -d "$work/pq" &&
   has "-d: two models, one output name: message" "$err" "two models would be written to $work/pq/m.onnx"
+# several shared names: the message names the first job, in argument order,
+# that has a later twin (b.onnx), not the first in sorted order (a.onnx)
+run "-d: two pairs of models share names" 2 "$work/p/b.onnx" "$work/p/a.onnx" "$work/q/b.onnx" \
+  "$work/q/a.onnx" -d "$work/pq" &&
+  has "-d: two pairs share names: the first in argument order" "$err" \
+    "two models would be written to $work/pq/b.onnx"
 run "two standard inputs" 2 - - && has "two standard inputs: message" "$err" "standard input (-) is one model"
 run "standard input with -d" 2 - -d "$work/sd" && has "standard input with -d: message" "$err" "standard input (-) is one model"
 run "-o - with --json" 2 "$m_gru" -o - --json && has "-o - with --json: message" "$err" "both want standard output"

@@ -97,6 +97,11 @@ refused_onto_input "-d onto the input's own directory" "$d/model.onnx" "$d/model
 refused_onto_input "-d with .. onto the input" "$d/model.onnx" "$d/model.onnx" -d "$d/sub/.."
 cp "$src" "$d/sub/inner.onnx"
 refused_onto_input "-r DIR -d DIR" "$d/sub/inner.onnx" -r "$d" -d "$d"
+# the first job writes a new file; the second's output is its own input
+mkdir -p "$d/later" && cp "$src" "$d/later/x.onnx"
+refused_onto_input "a later job's output is its input" "$d/later/x.onnx" "$src" "$d/later/x.onnx" -d "$d/later"
+refused_onto_input "a later job's output is its input, -j 2" "$d/later/x.onnx" -j 2 "$src" "$d/later/x.onnx" \
+  -d "$d/later"
 ln -s model.onnx "$d/model.updated.onnx"
 refused_onto_input "a symbolic link at the default output pointing to the input" "$d/model.onnx" "$d/model.onnx"
 rm "$d/model.updated.onnx"
