@@ -194,6 +194,7 @@ run_once() {
   users[$key]+="$u "
 }
 med_time() { printf '%s\n' ${times[$1]} | median; }
+min_time() { printf '%s\n' ${times[$1]} | sort -n | head -n 1; }
 med_kb() { printf '%s\n' ${kbs[$1]} | median; }
 med_cpu() { printf '%s\n' ${cpus[$1]} | median; }
 med_user() { printf '%s\n' ${users[$1]} | median; }
@@ -224,7 +225,7 @@ start=$SECONDS
 
 # ---- 1. large LSTMs: time against size -----------------------------------------
 rows=()
-lstm_bytes=() lstm_fast=()
+lstm_bytes=() lstm_fast=() lstm_fast_min=()
 big_fast="" big_cat="" big_durable="" big_catsync="" big_kb="" big_py=""
 for idx in "${!layers[@]}"; do
   l=${layers[$idx]}
@@ -267,7 +268,7 @@ EOF
     "$(med_time catsync)" "$(med_time durable)" "$(ratio "$(med_time durable)" "$(med_time catsync)")" \
     "$(awk -v k="$kb" 'BEGIN {printf "%.1f", k / 1024}')" "$py_s" \
     "$([ "$py_s" = - ] && echo - || ratio "$py_s" "$(med_time fast)")")")
-  lstm_bytes+=("$bytes") lstm_fast+=("$(med_time fast)")
+  lstm_bytes+=("$bytes") lstm_fast+=("$(med_time fast)") lstm_fast_min+=("$(min_time fast)")
   if [ "$bytes" -ge 1000000000 ]; then
     big_fast=$(med_time fast) big_cat=$(med_time cat) big_durable=$(med_time durable)
     big_catsync=$(med_time catsync) big_kb=$kb big_py=$py_s
@@ -294,7 +295,7 @@ measure_graph() {
   fi
   rm -f "$work/out.cat" "$work/out.python.onnx" "$work/out.rewrite.onnx"
   g_cat=$(med_time cat) g_rw=$(med_time rw) g_rw_cpu=$(med_cpu rw) g_kb=$(med_kb rw)
-  g_rw_user=$(med_user rw)
+  g_rw_user=$(med_user rw) g_rw_min=$(min_time rw) g_cat_min=$(min_time cat)
   g_py=- g_py_cpu=-
   if [ "$python_ok" = 1 ]; then g_py=$(med_time py) g_py_cpu=$(med_cpu py); fi
 }
@@ -311,7 +312,7 @@ file_size() { stat -c %s "$1"; }
 # series NAME LABEL LIST MODE [ARG]: for each N in the comma-separated LIST,
 # a model from `make_large_model MODE FILE N [ARG]`, measured; the results
 # go to rw_of, cat_of and py_of under "NAME:N", and N to NAME_list.
-declare -A rw_of cat_of py_of user_of
+declare -A rw_of cat_of py_of user_of rwmin_of catmin_of
 series() {
   local name=$1 label=$2 list=$3 mode=$4 n in; shift 4
   local -n ns=${name}_list
@@ -323,6 +324,7 @@ series() {
     measure_graph "$name$n" "$in"
     graph_row "$label" "$n" "$(file_size "$in")"
     rw_of[$name:$n]=$g_rw cat_of[$name:$n]=$g_cat py_of[$name:$n]=$g_py user_of[$name:$n]=$g_rw_user
+    rwmin_of[$name:$n]=$g_rw_min catmin_of[$name:$n]=$g_cat_min
     rm -f "$in"
   done
 }
@@ -401,17 +403,27 @@ if [ "$batch" -gt 0 ]; then
   target "$batch small models, -j 2 <= 0.6x -j 1" "$(verdict le "$(ratio "$batch_parallel" "$batch_serial")" 0.6)" \
     "$(ratio "$batch_parallel" "$batch_serial")x"
 fi
-# exponents: between the smallest and the largest of each series
-exp_line() { # NAME T1 N1 T2 N2 [CAT1 CAT2 USER1 USER2]: for a series bound by the
-  # disk, cat's exponent and that of the rewrite's user CPU time beside
-  local e note=""; e=$(exponent "$2" "$3" "$4" "$5")
-  [ -z "${6:-}" ] ||
-    note="; cat in the same run: $(exponent "$6" "$3" "$7" "$5"); the rewrite's user time: $(exponent "$8" "$3" "$9" "$5")"
-  target "exponent, time against $1 <= 1.1" "$(verdict le "$e" 1.1)" "$e ($3 -> $5$note)"
+# exponents: between the smallest and the largest of each series, from each
+# command's fastest round. What slows a round down on a shared virtual
+# machine only ever adds time: the disk, and system time that varies for the
+# same command (cat alone took 0.7 s to 3.8 s of system time to copy the same
+# 2 GB to tmpfs; one likely cause is the kernel handing freed pages back to
+# the host, which the next large write faults back in). The fastest round
+# shows the tool's own scaling; the exponent from the medians is printed
+# beside.
+exp_line() { # NAME MIN1 N1 MIN2 N2 MED1 MED2 [CATMIN1 CATMIN2 USER1 USER2]: for a
+  # series bound by the disk, cat's exponent and that of the rewrite's user CPU
+  # time beside
+  local e note; e=$(exponent "$2" "$3" "$4" "$5")
+  note="; from the medians: $(exponent "$6" "$3" "$7" "$5")"
+  [ -z "${8:-}" ] ||
+    note+="; cat in the same run: $(exponent "$8" "$3" "$9" "$5"); the rewrite's user time: $(exponent "${10}" "$3" "${11}" "$5")"
+  target "exponent, time against $1 <= 1.1" "$(verdict le "$e" 1.1)" "$e ($3 -> $5, fastest rounds$note)"
 }
 if [ "${#lstm_bytes[@]}" -ge 2 ]; then
-  exp_line "model size (LSTM)" "${lstm_fast[0]}" "${lstm_bytes[0]}" \
-    "${lstm_fast[$((${#lstm_fast[@]} - 1))]}" "${lstm_bytes[$((${#lstm_bytes[@]} - 1))]}"
+  last=$((${#lstm_bytes[@]} - 1))
+  exp_line "model size (LSTM)" "${lstm_fast_min[0]}" "${lstm_bytes[0]}" \
+    "${lstm_fast_min[$last]}" "${lstm_bytes[$last]}" "${lstm_fast[0]}" "${lstm_fast[$last]}"
 fi
 for spec in "bank:large-tensor count" "grus:recurrent-node count" "chain:node count" \
   "exposed:node count, state exposed"; do
@@ -420,12 +432,12 @@ for spec in "bank:large-tensor count" "grus:recurrent-node count" "chain:node co
   ns=("${!local_list}")
   [ "${#ns[@]}" -ge 2 ] || continue
   a=${ns[0]} b=${ns[$((${#ns[@]} - 1))]}
+  args=("${spec#*:}" "${rwmin_of[$name:$a]}" "$a" "${rwmin_of[$name:$b]}" "$b"
+    "${rw_of[$name:$a]}" "${rw_of[$name:$b]}")
   if [ "$name" = bank ]; then # bound by the disk: cat's scaling is the floor
-    exp_line "${spec#*:}" "${rw_of[$name:$a]}" "$a" "${rw_of[$name:$b]}" "$b" \
-      "${cat_of[$name:$a]}" "${cat_of[$name:$b]}" "${user_of[$name:$a]}" "${user_of[$name:$b]}"
-  else
-    exp_line "${spec#*:}" "${rw_of[$name:$a]}" "$a" "${rw_of[$name:$b]}" "$b"
+    args+=("${catmin_of[$name:$a]}" "${catmin_of[$name:$b]}" "${user_of[$name:$a]}" "${user_of[$name:$b]}")
   fi
+  exp_line "${args[@]}"
 done
 printf '%s\n' "${results[@]}"
 echo "(took $((SECONDS - start)) s after the build)"
