@@ -116,13 +116,26 @@ const char *pair_contract_problem(const rewrite_ctx *ctx, const node_plan *p, in
         pair_end_clear(&out);
         out_declared = false;
     }
+    /* An input the node reads a view of (a slice of a packed cache, a layer
+     * of a stack) and that declares no shape: only the output it comes back
+     * from can say what the caller feeds (record_pair reports that shape).
+     * With no shape there either, there is no shape to promise. */
+    bool shapeless_view = in_declared && !in.rank && !in_is_state && !(out_declared && out.rank);
     if (!in_declared)
         state_shaped(&p->rs, model_fed ? &in : NULL, &in);
     if (!out_declared)
         state_shaped(&p->rs, reached ? &out : NULL, &out);
     bool types_differ = in.elem_type && out.elem_type && in.elem_type != out.elem_type;
     const char *problem = NULL;
-    if (types_differ || shapes_conflict(&in, &out)) {
+    if (shapeless_view) {
+        snprintf(buf, size,
+                 "the state pair of initial_%s has no shape to promise: the node reads a view of "
+                 "input '%s', which declares no shape, and %s%s%s",
+                 slot_letter[slot], in.name, reached ? "output '" : "",
+                 reached ? reached : "",
+                 reached ? "' declares none either" : "no model output carries its final state");
+        problem = buf;
+    } else if (types_differ || shapes_conflict(&in, &out)) {
         strbuf sb = STRBUF_INIT;
         sb_addf(&sb, "the state pair of initial_%s would not fit: ", slot_letter[slot]);
         describe_end(&sb, &in, "input");

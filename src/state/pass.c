@@ -15,17 +15,22 @@
 #include "state/state.h"
 #include "strbuf.h"
 
-/* Records the pair in the report: the shape the input declares (the node's
- * state shape for an input the pass created, or one that declares none), and
- * which of its axes is the batch. */
+/* Records the pair in the report: the shape the input declares, and which
+ * of its axes is the batch. An input the pass created, or one the node reads
+ * as it is that declares none, has the node's state shape; an input the node
+ * reads a view of that declares none has the shape of the output that comes
+ * back to it (pair_contract_problem made sure that output declares one). */
 static rnnstate_status record_pair(rewrite_ctx *ctx, node_plan *p, int slot, const char *input,
                                    const char *output, bool optional, bool added,
                                    bool input_is_new)
 {
     const slot_plan *sp = &p->slots[slot];
+    bool direct = !sp->reset_of && sp->source.kind == SOURCE_GRAPH_INPUT;
     pair_end in = { 0 };
     if (!input_is_new)
         pair_end_declared(ctx, input, false, &in);
+    if (!in.rank && !input_is_new && !direct)
+        pair_end_declared(ctx, output, true, &in);
     if (!in.rank) {
         dim_info dims[3];
         recurrent_state_dims(&p->rs, dims);
@@ -33,7 +38,6 @@ static rnnstate_status record_pair(rewrite_ctx *ctx, node_plan *p, int slot, con
                         pair_batch_axis(&p->rs, dims, 3, true), optional, added);
         return RNNSTATE_OK;
     }
-    bool direct = !sp->reset_of && sp->source.kind == SOURCE_GRAPH_INPUT;
     report_add_pair(&ctx->report, input, output, in.dims, in.rank, p->rs.elem_type,
                     pair_batch_axis(&p->rs, in.dims, in.rank, direct), optional, added);
     pair_end_clear(&in);

@@ -26,6 +26,9 @@
 #              to detach and clean up, each in its own scope
 #   value-info N GRUs whose unused Y_h is declared in value_info: each is
 #              renamed and its value_info entry removed
+#   batch      N models in one run (missing files, so that each job stops at
+#              once): what grows is the run's own bookkeeping, such as
+#              checking that no two jobs write the same output
 # Then a graph of 400,000 nodes must simply finish (within ctest's timeout).
 # Without valgrind, or with a sanitized binary (valgrind cannot run those),
 # the ratios are skipped and only the big graph runs.
@@ -37,7 +40,7 @@ export ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"
 # sizes can be lowered for a quick run: SCALE_CHAIN, SCALE_GRUS, SCALE_SAME
 chain_n=${SCALE_CHAIN:-5000} grus_n=${SCALE_GRUS:-1000} same_n=${SCALE_SAME:-200}
 concat_n=${SCALE_CONCAT:-12} colliding_n=${SCALE_COLLIDING:-2000} if_n=${SCALE_IF:-2000}
-value_info_n=${SCALE_VALUE_INFO:-2000} if_h0_n=${SCALE_IF_H0:-500}
+value_info_n=${SCALE_VALUE_INFO:-2000} if_h0_n=${SCALE_IF_H0:-500} batch_n=${SCALE_BATCH:-1000}
 RUN_TIMEOUT=600
 
 # instructions FILE ARGS...: prints the instruction count of one run
@@ -74,6 +77,37 @@ linear() {
     pass "$name: N=$n: $small instructions, 4N: $large (x$ratio < $bound)"
   else
     fail "$name" "N=$n: $small instructions, 4N: $large: x$ratio, not linear (< $bound)"
+  fi
+}
+
+# batch_instructions N: the instruction count of one run over N jobs, each
+# a missing model (exit status 1, one error line per job)
+batch_instructions() {
+  local n=$1 i args=()
+  for ((i = 0; i < n; i++)); do args+=("$work/missing/model$i.onnx"); done
+  timeout -k 5 "$RUN_TIMEOUT" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    "$tool" -j 1 -q "${args[@]}" -d "$work/batch-out" 2> "$work/cg.log" > /dev/null
+  local st=$?
+  if [ "$st" -ne 1 ]; then
+    echo "callgrind run exited with status $st, not 1: $(tail -3 "$work/cg.log")" >&2
+    return 1
+  fi
+  sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$work/cg.log" | tail -1
+}
+
+batch_linear() {
+  local name=$1 n=$2 small large
+  small=$(batch_instructions "$n") || { fail "$name" "run on $n jobs failed"; return; }
+  large=$(batch_instructions $((4 * n))) || { fail "$name" "run on $((4 * n)) jobs failed"; return; }
+  if [ -z "$small" ] || [ -z "$large" ] || [ "$small" -eq 0 ]; then
+    fail "$name" "no instruction count in callgrind's output"; return
+  fi
+  local ratio100=$((large * 100 / small))
+  local ratio="$((ratio100 / 100)).$(printf '%02d' $((ratio100 % 100)))"
+  if [ "$ratio100" -lt 600 ]; then
+    pass "$name: N=$n: $small instructions, 4N: $large (x$ratio < 6.00)"
+  else
+    fail "$name" "N=$n: $small instructions, 4N: $large: x$ratio, not linear (< 6.00)"
   fi
 }
 
@@ -126,6 +160,7 @@ else
   LIMIT=450 linear "GRU nodes inside If branches, side by side" if-grus "$if_n"
   linear "GRU nodes in If branches with zero initial states to clean up" if-grus-zero-h0 "$if_h0_n"
   linear "GRU nodes whose unused Y_h is declared in value_info" value-info-grus "$value_info_n"
+  batch_linear "models in one run (-d DIR, every output name checked)" "$batch_n"
 fi
 
 # hundreds of thousands of nodes: must finish, and produce a valid model
