@@ -418,7 +418,7 @@ static int compare_outputs(const void *a, const void *b)
  * order that has a later twin; NULL when there is none. Sorted, not
  * compared pair by pair: a folder of many models is checked in
  * O(n log n). */
-static const char *first_output_written_twice(job *jobs, size_t n_jobs)
+static const char *first_output_written_twice(const job *jobs, size_t n_jobs)
 {
     const job **sorted = malloc((n_jobs ? n_jobs : 1) * sizeof *sorted);
     if (!sorted)
@@ -599,10 +599,10 @@ static int compare_files(const void *a, const void *b)
 }
 
 /* The inputs' identities, sorted for a binary search per output. Taken the
- * first time an output already exists, not before the run: into a new
- * directory, a batch never stats its inputs twice. (An input that an
- * earlier job of the run has written by then is noted too, which only
- * protects more.) */
+ * first time an output already exists, not before the run: a batch into a
+ * new directory never needs them, and a stat() per input is serial work.
+ * (An input that an earlier job of the run has written by then is noted
+ * too, which only protects more.) */
 static void note_inputs(run_state *rs)
 {
     struct stat st;
