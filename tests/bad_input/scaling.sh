@@ -43,29 +43,24 @@ concat_n=${SCALE_CONCAT:-12} colliding_n=${SCALE_COLLIDING:-2000} if_n=${SCALE_I
 value_info_n=${SCALE_VALUE_INFO:-2000} if_h0_n=${SCALE_IF_H0:-500} batch_n=${SCALE_BATCH:-1000}
 RUN_TIMEOUT=600
 
-# instructions FILE ARGS...: prints the instruction count of one run
-instructions() {
-  local file=$1; shift
+# counted STATUS ARGS...: the instruction count of one run of the tool with
+# ARGS, which must exit with STATUS
+counted() {
+  local want=$1; shift
   timeout -k 5 "$RUN_TIMEOUT" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-    "$tool" "$file" -o "$work/out.onnx" -q "$@" 2> "$work/cg.log" > /dev/null
+    "$tool" "$@" 2> "$work/cg.log" > /dev/null
   local st=$?
-  if [ "$st" -ne 0 ]; then
-    echo "callgrind run failed with status $st: $(tail -3 "$work/cg.log")" >&2
+  if [ "$st" -ne "$want" ]; then
+    echo "callgrind run exited with status $st, not $want: $(tail -3 "$work/cg.log")" >&2
     return 1
   fi
   sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$work/cg.log" | tail -1
 }
 
-# [LIMIT=R100] linear NAME CASE N [ARGS...]: compares N and 4N; the ratio
-# must stay below R100/100 (default 6)
-linear() {
-  local limit=${LIMIT:-600}
-  local name=$1 case=$2 n=$3; shift 3
-  "$gen" "$case" "$work/small.onnx" "$n"
-  "$gen" "$case" "$work/large.onnx" $((4 * n))
-  local small large
-  small=$(instructions "$work/small.onnx" "$@") || { fail "$name" "run on $n failed"; return; }
-  large=$(instructions "$work/large.onnx" "$@") || { fail "$name" "run on $((4 * n)) failed"; return; }
+# judge NAME N SMALL LARGE LIMIT: the counts at N and 4N; their ratio must
+# stay below LIMIT/100
+judge() {
+  local name=$1 n=$2 small=$3 large=$4 limit=$5
   if [ -z "$small" ] || [ -z "$large" ] || [ "$small" -eq 0 ]; then
     fail "$name" "no instruction count in callgrind's output"; return
   fi
@@ -80,35 +75,31 @@ linear() {
   fi
 }
 
-# batch_instructions N: the instruction count of one run over N jobs, each
-# a missing model (exit status 1, one error line per job)
-batch_instructions() {
-  local n=$1 i args=()
-  for ((i = 0; i < n; i++)); do args+=("$work/missing/model$i.onnx"); done
-  timeout -k 5 "$RUN_TIMEOUT" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-    "$tool" -j 1 -q "${args[@]}" -d "$work/batch-out" 2> "$work/cg.log" > /dev/null
-  local st=$?
-  if [ "$st" -ne 1 ]; then
-    echo "callgrind run exited with status $st, not 1: $(tail -3 "$work/cg.log")" >&2
-    return 1
-  fi
-  sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$work/cg.log" | tail -1
+# [LIMIT=R100] linear NAME CASE N [ARGS...]: compares N and 4N; the ratio
+# must stay below R100/100 (default 6)
+linear() {
+  local name=$1 case=$2 n=$3; shift 3
+  "$gen" "$case" "$work/small.onnx" "$n"
+  "$gen" "$case" "$work/large.onnx" $((4 * n))
+  local small large
+  small=$(counted 0 "$work/small.onnx" -o "$work/out.onnx" -q "$@") ||
+    { fail "$name" "run on $n failed"; return; }
+  large=$(counted 0 "$work/large.onnx" -o "$work/out.onnx" -q "$@") ||
+    { fail "$name" "run on $((4 * n)) failed"; return; }
+  judge "$name" "$n" "$small" "$large" "${LIMIT:-600}"
 }
 
+# batch_linear NAME N: one run over N jobs and one over 4N, each job a
+# missing model (exit status 1, one error line per job)
 batch_linear() {
-  local name=$1 n=$2 small large
-  small=$(batch_instructions "$n") || { fail "$name" "run on $n jobs failed"; return; }
-  large=$(batch_instructions $((4 * n))) || { fail "$name" "run on $((4 * n)) jobs failed"; return; }
-  if [ -z "$small" ] || [ -z "$large" ] || [ "$small" -eq 0 ]; then
-    fail "$name" "no instruction count in callgrind's output"; return
-  fi
-  local ratio100=$((large * 100 / small))
-  local ratio="$((ratio100 / 100)).$(printf '%02d' $((ratio100 % 100)))"
-  if [ "$ratio100" -lt 600 ]; then
-    pass "$name: N=$n: $small instructions, 4N: $large (x$ratio < 6.00)"
-  else
-    fail "$name" "N=$n: $small instructions, 4N: $large: x$ratio, not linear (< 6.00)"
-  fi
+  local name=$1 n=$2 i small large few=() many=()
+  for ((i = 0; i < 4 * n; i++)); do many+=("$work/missing/model$i.onnx"); done
+  few=("${many[@]:0:n}")
+  small=$(counted 1 -j 1 -q "${few[@]}" -d "$work/batch-out") ||
+    { fail "$name" "run on $n jobs failed"; return; }
+  large=$(counted 1 -j 1 -q "${many[@]}" -d "$work/batch-out") ||
+    { fail "$name" "run on $((4 * n)) jobs failed"; return; }
+  judge "$name" "$n" "$small" "$large" 600
 }
 
 # copied NAME CASE N [ARGS...]: realloc's copy volume at N and 4N
