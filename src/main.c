@@ -602,12 +602,13 @@ static int compare_files(const void *a, const void *b)
  * first time an output already exists, not before the run: a batch into a
  * new directory never needs them, and a stat() per input is serial work.
  * (An input that an earlier job of the run has written by then is noted
- * too, which only protects more.) */
-static void note_inputs(run_state *rs)
+ * too, which only protects more.) The caller holds rs->lock. */
+static void note_inputs_once(run_state *rs)
 {
     struct stat st;
-    pthread_mutex_lock(&rs->lock);
-    for (size_t i = 0; i < rs->n_jobs && !rs->inputs_noted; i++) {
+    if (rs->inputs_noted)
+        return;
+    for (size_t i = 0; i < rs->n_jobs; i++) {
         const job *j = &rs->jobs[i];
         if (!strcmp(j->input, "-") || stat(j->input, &st) != 0)
             continue;
@@ -617,10 +618,9 @@ static void note_inputs(run_state *rs)
         grown[rs->n_inputs++] = (input_file){ st.st_dev, st.st_ino, j->input };
         rs->inputs = grown;
     }
-    if (!rs->inputs_noted && rs->n_inputs > 1)
+    if (rs->n_inputs > 1)
         qsort(rs->inputs, rs->n_inputs, sizeof *rs->inputs, compare_files);
     rs->inputs_noted = true;
-    pthread_mutex_unlock(&rs->lock);
 }
 
 /* An output that is an input of the run (the same file, however it is
@@ -632,7 +632,9 @@ static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j, run
     struct stat st;
     if (c->output || !strcmp(j->output, "-") || stat(j->output, &st) != 0)
         return RNNSTATE_OK;
-    note_inputs(rs);
+    pthread_mutex_lock(&rs->lock);
+    note_inputs_once(rs);
+    pthread_mutex_unlock(&rs->lock);
     if (!rs->n_inputs)
         return RNNSTATE_OK;
     input_file key = { st.st_dev, st.st_ino, NULL };

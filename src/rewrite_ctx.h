@@ -25,7 +25,7 @@ typedef struct time_trace {
     char *input;
     int64_t axis;
     size_t report_node; /* the node's entry in the report */
-    char *label;        /* "GRU 'name' in main/...": names an untraced node */
+    char *label;        /* untraced (input NULL): "GRU 'name' in main/...", else NULL */
     char *node_name;
 } time_trace;
 

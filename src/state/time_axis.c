@@ -42,13 +42,20 @@ static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *
     if (!grown)
         return false;
     ctx->time_traces = grown;
-    strbuf label = STRBUF_INIT;
-    sb_addf(&label, "%s '%s' in %s", op->name, str_or_empty(node->name), s->path);
-    time_trace t = { input ? strdup(input) : NULL, axis, report_node,
-                     label.oom ? NULL : label.buf, strdup(str_or_empty(node->name)) };
-    if ((input && !t.input) || !t.label || !t.node_name) {
+    char *label = NULL; /* only an untraced node is named, in the note */
+    if (!input) {
+        strbuf sb = STRBUF_INIT;
+        sb_addf(&sb, "%s '%s' in %s", op->name, str_or_empty(node->name), s->path);
+        if (sb.oom)
+            sb_release(&sb);
+        else
+            label = sb_detach(&sb);
+    }
+    time_trace t = { input ? strdup(input) : NULL, axis, report_node, label,
+                     strdup(str_or_empty(node->name)) };
+    if ((input ? !t.input : !t.label) || !t.node_name) {
         free(t.input);
-        sb_release(&label);
+        free(t.label);
         free(t.node_name);
         return false;
     }

@@ -377,6 +377,18 @@ unsigned char *mb_pack(const Onnx__ModelProto *m, size_t *size)
     return buf;
 }
 
+rnnstate_model *mb_load(Onnx__ModelProto *m, rnnstate_error *err)
+{
+    size_t size;
+    unsigned char *bytes = mb_pack(m, &size);
+    mb_free(m);
+    rnnstate_model *model = NULL;
+    if (rnnstate_model_load_memory(bytes, size, NULL, NULL, &model, err) != RNNSTATE_OK)
+        model = NULL;
+    free(bytes);
+    return model;
+}
+
 Onnx__TensorProto *mb_external_tensor(const char *name, const char *location)
 {
     const float values[2] = { 1, 2 };

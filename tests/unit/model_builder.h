@@ -151,6 +151,10 @@ const ProtobufCMessageUnknownField *mb_find_unknown(const ProtobufCMessage *msg,
 /* Serializes the model; the caller frees the result. */
 unsigned char *mb_pack(const Onnx__ModelProto *m, size_t *size);
 
+/* Serializes `m`, frees it, and loads the bytes as a model: the model, or
+ * NULL with the loader's message in *err. */
+rnnstate_model *mb_load(Onnx__ModelProto *m, rnnstate_error *err);
+
 /* ---- running ------------------------------------------------------------- */
 
 typedef struct mb_run {

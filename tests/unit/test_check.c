@@ -192,14 +192,10 @@ static void run_case(const check_case *c)
     Onnx__ModelProto *proto = base_model();
     if (c->break_model)
         c->break_model(proto);
-    size_t size;
-    unsigned char *bytes = mb_pack(proto, &size);
-    mb_free(proto);
     rnnstate_error err = { 0 };
-    rnnstate_model *model = NULL;
-    if (rnnstate_model_load_memory(bytes, size, NULL, NULL, &model, &err) != RNNSTATE_OK)
+    rnnstate_model *model = mb_load(proto, &err);
+    if (!model)
         fail_msg("%s: load: %s", c->why, err.message);
-    free(bytes);
 
     const pair_change *p = &c->pair;
     rnnstate_dim shape[3] = { { 1, NULL },

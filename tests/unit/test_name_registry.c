@@ -28,14 +28,10 @@ static rnnstate_model *model_with_branches(void)
     mb_graph_node(other, "Identity", "", "X", "e");
     mb_graph_output(other, "e", MB_FLOAT, NULL);
     mb_output(m, "if_out", MB_FLOAT, NULL);
-    size_t size;
-    unsigned char *bytes = mb_pack(m, &size);
-    mb_free(m);
-    rnnstate_model *model = NULL;
     rnnstate_error err;
-    assert_int_equal(rnnstate_model_load_memory(bytes, size, NULL, NULL, &model, &err),
-                     RNNSTATE_OK);
-    free(bytes);
+    rnnstate_model *model = mb_load(m, &err);
+    if (!model)
+        fail_msg("%s", err.message);
     return model;
 }
 

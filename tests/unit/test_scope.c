@@ -47,15 +47,9 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
-    size_t size;
-    Onnx__ModelProto *m = nested_model();
-    unsigned char *bytes = mb_pack(m, &size);
-    mb_free(m);
     rnnstate_error err;
-    bool ok = f && rnnstate_model_load_memory(bytes, size, NULL, NULL, &f->model, &err) ==
-                       RNNSTATE_OK &&
+    bool ok = f && (f->model = mb_load(nested_model(), &err)) != NULL &&
               scope_tree_build(&f->tree, f->model);
-    free(bytes);
     *state = f;
     return ok ? 0 : -1;
 }

@@ -23,13 +23,9 @@ typedef struct traced {
 /* Loads `m` (freed) and builds its scopes; fails the test on error. */
 static void trace_open(Onnx__ModelProto *m, traced *t)
 {
-    size_t size;
-    unsigned char *bytes = mb_pack(m, &size);
-    mb_free(m);
     rnnstate_error err;
-    if (rnnstate_model_load_memory(bytes, size, NULL, NULL, &t->model, &err) != RNNSTATE_OK)
+    if (!(t->model = mb_load(m, &err)))
         fail_msg("%s", err.message);
-    free(bytes);
     assert_true(scope_tree_build(&t->tree, t->model));
 }
 
