@@ -623,14 +623,32 @@ static void note_inputs_once(run_state *rs)
     rs->inputs_noted = true;
 }
 
+/* What is at a job's output path, looked up once: whether the output is an
+ * input of the run, and whether it is written in place, both ask. In a
+ * batch each lookup of a name not yet there is a directory operation that
+ * the other workers' file creations wait for. */
+typedef struct output_target {
+    bool exists;
+    struct stat st; /* lstat(): a symbolic link is not followed */
+} output_target;
+
+static output_target look_at_output(const char *output)
+{
+    output_target t = { .exists = false };
+    if (strcmp(output, "-") != 0)
+        t.exists = lstat(output, &t.st) == 0;
+    return t;
+}
+
 /* An output that is an input of the run (the same file, however it is
  * reached: -d onto the input's directory, a symbolic link, "..", a hard
  * link) is not written, unless the user named it with -o. */
-static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j, run_state *rs,
+static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j,
+                                                 const output_target *at, run_state *rs,
                                                  rnnstate_error *err)
 {
-    struct stat st;
-    if (c->output || !strcmp(j->output, "-") || stat(j->output, &st) != 0)
+    struct stat st = at->st;
+    if (c->output || !at->exists || (S_ISLNK(st.st_mode) && stat(j->output, &st) != 0))
         return RNNSTATE_OK;
     pthread_mutex_lock(&rs->lock);
     note_inputs_once(rs);
@@ -717,12 +735,10 @@ static rnnstate_status verify_in_memory(const rnnstate_model *model, const char 
 
 /* True when the output is written in place rather than replaced: standard
  * output, or a device or FIFO. */
-static bool written_in_place(const char *output)
+static bool written_in_place(const char *output, const output_target *at)
 {
-    struct stat st;
-    return !strcmp(output, "-") ||
-           (lstat(output, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) &&
-            !S_ISDIR(st.st_mode));
+    mode_t m = at->st.st_mode;
+    return !strcmp(output, "-") || (at->exists && !S_ISREG(m) && !S_ISLNK(m) && !S_ISDIR(m));
 }
 
 static rnnstate_status write_stdout(const rnnstate_model *model, rnnstate_error *err)
@@ -735,11 +751,12 @@ static rnnstate_status write_stdout(const rnnstate_model *model, rnnstate_error 
     return rnnstate_model_save_fd(model, STDOUT_FILENO, "<stdout>", err);
 }
 
-static rnnstate_status save(const cli *c, const job *j, const rnnstate_model *model,
-                            const rnnstate_report *report, run_state *rs, rnnstate_error *err)
+static rnnstate_status save(const cli *c, const job *j, const output_target *at,
+                            const rnnstate_model *model, const rnnstate_report *report,
+                            run_state *rs, rnnstate_error *err)
 {
     check_job k = { c, report };
-    bool in_place = written_in_place(j->output);
+    bool in_place = written_in_place(j->output, at);
     const char *label = strcmp(j->output, "-") ? j->output : "<stdout>";
     rnnstate_status st = RNNSTATE_OK;
     if (c->check && in_place && (st = verify_in_memory(model, label, &k, err)) != RNNSTATE_OK)
@@ -793,12 +810,6 @@ static void count_result(const rnnstate_report *report, run_totals *t)
         t->skipped_nodes += report->nodes[i].status == RNNSTATE_NODE_SKIPPED;
 }
 
-/* Where one job's messages go: the report text, and errors (stderr, or a
- * buffer when models are processed in parallel). */
-typedef struct job_streams {
-    FILE *text, *errors;
-} job_streams;
-
 /* The model and report of a run's only job are not freed: the process is
  * about to exit, and freeing a large graph costs as much as a quarter of
  * the run. Kept reachable here so leak checkers do not report them
@@ -806,6 +817,61 @@ typedef struct job_streams {
  * optimized away). */
 static rnnstate_model *volatile model_left_for_exit;
 static rnnstate_report *volatile report_left_for_exit;
+
+/* What the JSON report needs of a job: its report, or why it failed. */
+typedef struct kept_job {
+    rnnstate_report *report;
+    char *error;
+} kept_job;
+
+/* What a run keeps of its jobs: every job's counts; each report and error
+ * message only for the JSON report, written at the end. Without --json a
+ * report is freed as soon as it is counted, so that a batch's memory does
+ * not grow with its number of models. */
+typedef struct run_results {
+    size_t n_jobs;
+    kept_job *kept; /* one per job with --json, else NULL */
+    run_totals totals;
+} run_results;
+
+static void release_report(const run_results *r, rnnstate_report *report)
+{
+    if (r->n_jobs == 1) /* like its model: about to exit */
+        report_left_for_exit = report;
+    else
+        rnnstate_report_free(report);
+}
+
+static void add_totals(run_totals *to, const run_totals *from)
+{
+    to->rewritten += from->rewritten;
+    to->annotated += from->annotated;
+    to->unchanged += from->unchanged;
+    to->failed += from->failed;
+    to->skipped_nodes += from->skipped_nodes;
+}
+
+/* Job i is done: its counts go to *totals (the caller's, so that parallel
+ * workers count without a lock); its report is kept or released. */
+static void record_job(const run_results *r, size_t i, rnnstate_report *report,
+                       const rnnstate_error *err, run_totals *totals)
+{
+    count_result(report, totals);
+    if (!r->kept) {
+        release_report(r, report);
+        return;
+    }
+    r->kept[i] = (kept_job){ report, NULL };
+    if (!report && !(r->kept[i].error = strdup(err->message)))
+        die_oom();
+}
+
+/* Where one job's messages go: the report text, and errors (stderr, or a
+ * buffer when models are processed in parallel). */
+typedef struct job_streams {
+    FILE *text, *errors;
+} job_streams;
+
 
 /* Processes one job; *report is NULL when it failed (err then says why). */
 static void process(const cli *c, const job *j, run_state *rs, job_streams out, bool last,
@@ -821,10 +887,12 @@ static void process(const cli *c, const job *j, run_state *rs, job_streams out, 
      * output; then again as re-loaded from what was written */
     if (st == RNNSTATE_OK && j->output && c->check)
         st = rnnstate_model_check(model, *report, err);
-    if (st == RNNSTATE_OK && j->output)
-        st = refuse_replacing_an_input(c, j, rs, err);
-    if (st == RNNSTATE_OK && j->output)
-        st = save(c, j, model, *report, rs, err);
+    if (st == RNNSTATE_OK && j->output) {
+        output_target at = look_at_output(j->output);
+        st = refuse_replacing_an_input(c, j, &at, rs, err);
+        if (st == RNNSTATE_OK)
+            st = save(c, j, &at, model, *report, rs, err);
+    }
     if (st == RNNSTATE_OK && !c->quiet) {
         rnnstate_report_write_text(*report, label, c->verbose, text);
         char *where = shown(label), *output = shown(j->output ? j->output : "");
@@ -861,8 +929,7 @@ typedef struct pool {
     size_t n_jobs;
     run_state *rs;
     FILE *text;
-    rnnstate_report **reports;
-    rnnstate_error *errors;
+    run_results *results;
     job_output *outputs;
     size_t next;    /* the next job to start */
     size_t printed; /* the jobs before it have been printed */
@@ -870,17 +937,19 @@ typedef struct pool {
     pthread_mutex_t lock;
 } pool;
 
-static void run_buffered(pool *p, size_t i)
+static void run_buffered(pool *p, size_t i, run_totals *totals)
 {
     job_output *o = &p->outputs[i];
     FILE *text = open_memstream(&o->text, &o->text_len);
     FILE *errors = open_memstream(&o->errors, &o->errors_len);
     if (!text || !errors)
         die_oom();
-    process(p->c, &p->jobs[i], p->rs, (job_streams){ text, errors }, false, &p->reports[i],
-            &p->errors[i]);
+    rnnstate_report *report = NULL;
+    rnnstate_error err = { 0 };
+    process(p->c, &p->jobs[i], p->rs, (job_streams){ text, errors }, false, &report, &err);
     if (fclose(text) != 0 || fclose(errors) != 0)
         die_oom();
+    record_job(p->results, i, report, &err, totals);
 }
 
 /* Prints job i's messages as a serial run would have, then frees them. */
@@ -915,15 +984,17 @@ static void print_ready_jobs(pool *p)
 static void *worker(void *arg)
 {
     pool *p = arg;
+    run_totals mine = { 0 };
     pthread_mutex_lock(&p->lock);
     while (p->next < p->n_jobs) {
         size_t i = p->next++;
         pthread_mutex_unlock(&p->lock);
-        run_buffered(p, i);
+        run_buffered(p, i, &mine);
         pthread_mutex_lock(&p->lock);
         p->outputs[i].done = true;
         print_ready_jobs(p);
     }
+    add_totals(&p->results->totals, &mine);
     pthread_mutex_unlock(&p->lock);
     return NULL;
 }
@@ -984,34 +1055,64 @@ static bool report_delivered(FILE *stream, const char *what, const run_totals *t
     return false;
 }
 
+static void run_serial(const cli *c, job *jobs, size_t n_jobs, run_state *rs, FILE *text,
+                       run_results *results)
+{
+    for (size_t i = 0; i < n_jobs; i++) {
+        rnnstate_report *report = NULL;
+        rnnstate_error err = { 0 };
+        process(c, &jobs[i], rs, (job_streams){ text, stderr }, n_jobs == 1, &report, &err);
+        record_job(results, i, report, &err, &results->totals);
+    }
+}
+
+/* The JSON report, in input order (report_delivered() then tells whether it
+ * reached standard output). */
+static void write_json(const run_results *results, const job *jobs)
+{
+    size_t n = results->n_jobs;
+    rnnstate_model_result *all = calloc(n ? n : 1, sizeof *all);
+    if (!all)
+        die_oom();
+    for (size_t i = 0; i < n; i++) {
+        const kept_job *k = &results->kept[i];
+        all[i] = (rnnstate_model_result){ jobs[i].input, k->report ? jobs[i].output : NULL,
+                                          k->report, k->error };
+    }
+    (void)rnnstate_report_write_json(all, n, stdout);
+    free(all);
+}
+
+static void free_kept_results(run_results *results)
+{
+    if (!results->kept)
+        return;
+    for (size_t i = 0; i < results->n_jobs; i++) {
+        release_report(results, results->kept[i].report);
+        free(results->kept[i].error);
+    }
+    free(results->kept);
+}
+
 static int run(const cli *c, job *jobs, size_t n_jobs)
 {
     bool model_on_stdout = n_jobs == 1 && jobs[0].output && !strcmp(jobs[0].output, "-");
     FILE *text = c->json || model_on_stdout ? stderr : stdout;
-    rnnstate_model_result *results = calloc(n_jobs ? n_jobs : 1, sizeof *results);
-    rnnstate_error *errors = calloc(n_jobs ? n_jobs : 1, sizeof *errors);
-    rnnstate_report **reports = calloc(n_jobs ? n_jobs : 1, sizeof *reports);
-    if (!results || !errors || !reports)
+    run_results results = { .n_jobs = n_jobs };
+    if (c->json && !(results.kept = calloc(n_jobs ? n_jobs : 1, sizeof *results.kept)))
         die_oom();
-    run_totals t = { 0 };
     run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
     if (pthread_mutex_init(&rs.lock, NULL) != 0)
         die_oom();
     size_t threads = thread_count(c, jobs, n_jobs);
     if (threads > 1) {
         pool p = { .c = c, .jobs = jobs, .n_jobs = n_jobs, .rs = &rs, .text = text,
-                   .reports = reports, .errors = errors };
+                   .results = &results };
         run_parallel(&p, threads);
+    } else {
+        run_serial(c, jobs, n_jobs, &rs, text, &results);
     }
-    for (size_t i = 0; i < n_jobs; i++) {
-        if (threads <= 1)
-            process(c, &jobs[i], &rs, (job_streams){ text, stderr }, n_jobs == 1, &reports[i],
-                    &errors[i]);
-        count_result(reports[i], &t);
-        results[i] = (rnnstate_model_result){ jobs[i].input,
-                                              reports[i] ? jobs[i].output : NULL, reports[i],
-                                              reports[i] ? NULL : errors[i].message };
-    }
+    const run_totals t = results.totals;
     if (!c->quiet && n_jobs > 1)
         fprintf(text,
                 "rnnstate-rewrite: %zu models: %zu rewritten, %zu annotated, %zu unchanged, "
@@ -1022,20 +1123,13 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
                                                       : EXIT_OK;
     errno = 0;
     if (c->json)
-        rnnstate_report_write_json(results, n_jobs, stdout);
+        write_json(&results, jobs);
     if (!report_delivered(c->json ? stdout : text, c->json ? "JSON report" : "report", &t))
         status = EXIT_MODEL_FAILED;
     free(rs.inputs);
     free(rs.cleaned_dir);
     pthread_mutex_destroy(&rs.lock);
-    if (n_jobs == 1) /* like its model: about to exit */
-        report_left_for_exit = reports[0];
-    else
-        for (size_t i = 0; i < n_jobs; i++)
-            rnnstate_report_free(reports[i]);
-    free(results);
-    free(errors);
-    free(reports);
+    free_kept_results(&results);
     return status;
 }
 

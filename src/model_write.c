@@ -25,6 +25,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -924,19 +925,43 @@ static int finish_file(emit_job *job, int fd, const target *t)
     return e;
 }
 
+/* Set once linkat(AT_EMPTY_PATH) was refused and /proc served instead. */
+static atomic_bool empty_path_refused;
+
+/* Names the unnamed file fd at `to` (never replacing anything there); 0 or
+ * an errno. linkat(AT_EMPTY_PATH) names the open file itself, without the
+ * walk through /proc that /proc/self/fd/N costs each time; kernels before
+ * 6.10 allow it only with CAP_DAC_READ_SEARCH and refuse others with ENOENT.
+ * Then the file is named through /proc, from then on. */
+static int link_unnamed(int fd, const char *to)
+{
+    int refused = 0;
+    if (!atomic_load_explicit(&empty_path_refused, memory_order_relaxed)) {
+        if (linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH) == 0)
+            return 0;
+        refused = errno;
+        if (refused != ENOENT && refused != EPERM && refused != EINVAL)
+            return refused;
+    }
+    char proc_path[64];
+    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc_path, AT_FDCWD, to, AT_SYMLINK_FOLLOW) != 0)
+        return errno;
+    if (refused)
+        atomic_store_explicit(&empty_path_refused, true, memory_order_relaxed);
+    return 0;
+}
+
 /* Gives the complete unnamed file a temporary name, then renames it over the
  * target. A process killed between the two leaves the temporary name. */
-static int link_and_rename(const char *proc_path, const char *dir, const char *path,
-                           bool *unsupported)
+static int link_and_rename(int fd, const char *dir, const char *path, bool *unsupported)
 {
     for (int attempt = 0; attempt < 64; attempt++) {
         char *tmp = temp_name_in(dir);
         if (!tmp)
             return ENOMEM;
-        int e = 0;
-        if (linkat(AT_FDCWD, proc_path, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) != 0)
-            e = errno;
-        else if (rename(tmp, path) != 0) {
+        int e = link_unnamed(fd, tmp);
+        if (!e && rename(tmp, path) != 0) {
             e = errno;
             unlink(tmp);
         }
@@ -974,19 +999,16 @@ static int write_via_unnamed_file(const char *path, emit_job *job, const target 
     (void)flock(fd, LOCK_EX | LOCK_NB); /* nobody else can open it yet */
     if ((e = emit_to_fd(job, fd)) != 0 || (e = finish_file(job, fd, t)) != 0)
         goto done;
-    char proc_path[64];
-    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", fd);
     if (!t->replaced) {
-        if (linkat(AT_FDCWD, proc_path, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+        if ((e = link_unnamed(fd, path)) == 0)
             goto done;
-        e = errno;
         if (e != EEXIST) {
             *unsupported = e == ENOENT || e == EPERM; /* no /proc */
             goto done;
         }
         /* something was created at the target meanwhile: replace it */
     }
-    e = link_and_rename(proc_path, dir, path, unsupported);
+    e = link_and_rename(fd, dir, path, unsupported);
 done:
     if (fd >= 0)
         close(fd);

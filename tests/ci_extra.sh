@@ -46,7 +46,7 @@ step() {
 # ---- 1. packages ------------------------------------------------------------------
 install_packages() {
   local pkgs=(cmake make gcc pkg-config protobuf-c-compiler libprotobuf-c-dev libonnx-dev
-              libonnx-testdata libcmocka-dev clang-14 libclang-rt-14-dev valgrind
+              libonnx-testdata libcmocka-dev clang-14 libclang-rt-14-dev valgrind strace
               e2fsprogs util-linux coreutils)
   local missing=() p
   for p in "${pkgs[@]}"; do
@@ -183,7 +183,7 @@ step "ASan+UBSan: bad input, failing I/O, regressions, fuzz replay" asan_ctest '
 step "plain build" build "$plain" -DRNNSTATE_SANITIZE=OFF -- rnnstate-rewrite make-bad-models failing_io
 if command -v valgrind > /dev/null; then
   step "valgrind memcheck on representative models" valgrind_runs
-  step "linear time (callgrind instruction counts, realloc copy volume)" \
+  step "linear time and memory (callgrind, massif, realloc copy volume, strace)" \
     bash "$root/tests/bad_input/scaling.sh" "$plain/rnnstate-rewrite" "$plain/tests/bad_input/make-bad-models" \
       "$plain/tests/bad_input/libfailing_io.so"
 else

@@ -107,6 +107,12 @@ succeeds "write interrupted (EINTR) is retried" "write:EINTR"
 succeeds "no O_TMPFILE (EOPNOTSUPP): named temporary file" "tmpfile:EOPNOTSUPP"
 succeeds "no O_TMPFILE (EISDIR, old kernels)" "tmpfile:EISDIR"
 succeeds "linkat EPERM (no /proc): named temporary file" "linkat:EPERM"
+# linkat(AT_EMPTY_PATH) refused as kernels before 6.10 refuse it without
+# CAP_DAC_READ_SEARCH: the file is named through /proc instead (not through a
+# named temporary file, whose creation is made to fail here)
+succeeds "linkat(AT_EMPTY_PATH) refused (ENOENT): named through /proc" "flink:ENOENT,create:EIO"
+fails "linkat(AT_EMPTY_PATH): EIO is an error, not a refusal" "flink:EIO" "Input/output error"
+fails "linkat(AT_EMPTY_PATH) refused, then EIO through /proc" "flink:ENOENT,linkat:EIO" "Input/output error"
 fails "fallback: write ENOSPC" "tmpfile:EOPNOTSUPP,write:ENOSPC" "No space left on device"
 SHORT=1 fails "fallback: write EIO after short writes" "tmpfile:EOPNOTSUPP,write:EIO:2" "Input/output error"
 EXTRA=--sync fails "fallback, --sync: fsync EIO" "tmpfile:EOPNOTSUPP,fsync:EIO" "Input/output error"

@@ -29,6 +29,13 @@
 #   batch      N models in one run (missing files, so that each job stops at
 #              once): what grows is the run's own bookkeeping, such as
 #              checking that no two jobs write the same output
+# And memory: a batch of 4N models may hold only a little more heap than one
+# of N (its list of jobs, under 512 bytes a model; massif's peak heap), with
+# -j 1 and -j 2: a report is freed once it is counted, unless --json needs it.
+# And directory operations (strace): each new output of a batch is looked up
+# at most twice before it is created (the command line's check of what is
+# there, and the save's). In a batch the lookup of a name not yet there is a
+# directory operation that the other workers' file creations wait for.
 # Then a graph of 400,000 nodes must simply finish (within ctest's timeout).
 # Without valgrind, or with a sanitized binary (valgrind cannot run those),
 # the ratios are skipped and only the big graph runs.
@@ -41,6 +48,7 @@ export ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"
 chain_n=${SCALE_CHAIN:-5000} grus_n=${SCALE_GRUS:-1000} same_n=${SCALE_SAME:-200}
 concat_n=${SCALE_CONCAT:-12} colliding_n=${SCALE_COLLIDING:-2000} if_n=${SCALE_IF:-2000}
 value_info_n=${SCALE_VALUE_INFO:-2000} if_h0_n=${SCALE_IF_H0:-500} batch_n=${SCALE_BATCH:-1000}
+heap_n=${SCALE_HEAP:-500}
 RUN_TIMEOUT=600
 
 # counted STATUS ARGS...: the instruction count of one run of the tool with
@@ -102,6 +110,68 @@ batch_linear() {
   judge "$name" "$n" "$small" "$large" 600
 }
 
+# peak_heap ARGS...: the peak heap (bytes asked for, plus malloc's overhead)
+# of one run of the tool, under valgrind's massif
+peak_heap() {
+  timeout -k 5 "$RUN_TIMEOUT" valgrind --tool=massif --massif-out-file="$work/massif.out" \
+    "$tool" "$@" > /dev/null 2> "$work/massif.log" || return 1
+  awk -F= '/^mem_heap_B=/ { heap = $2 } /^mem_heap_extra_B=/ { if (heap + $2 > peak) peak = heap + $2 }
+           END { print peak + 0 }' "$work/massif.out"
+}
+
+# batch_memory N JOBS: the peak heap of a batch of N copies of a small model
+# and of 4N; each model past N may add at most 512 bytes
+batch_memory() {
+  local n=$1 jobs=$2 name="heap per model in a batch, -j $2" i few many
+  few=$work/heap-few many=$work/heap-many
+  if [ ! -d "$many" ]; then
+    "$gen" many-grus "$work/heap-model.onnx" 2
+    mkdir -p "$few" "$many"
+    for ((i = 0; i < 4 * n; i++)); do
+      ln "$work/heap-model.onnx" "$many/m$i.onnx"
+      [ "$i" -lt "$n" ] && ln "$work/heap-model.onnx" "$few/m$i.onnx"
+    done
+  fi
+  local small large
+  rm -rf "$work/heap-out"
+  small=$(peak_heap -j "$jobs" -q "$few" -d "$work/heap-out") ||
+    { fail "$name" "run on $n models failed: $(tail -3 "$work/massif.log")"; return; }
+  rm -rf "$work/heap-out"
+  large=$(peak_heap -j "$jobs" -q "$many" -d "$work/heap-out") ||
+    { fail "$name" "run on $((4 * n)) models failed: $(tail -3 "$work/massif.log")"; return; }
+  local per_model=$(((large - small) / (3 * n)))
+  if [ "$per_model" -lt 512 ]; then
+    pass "$name: peak heap $small bytes for $n models, $large for $((4 * n)): $per_model a model"
+  else
+    fail "$name" "peak heap $small bytes for $n models, $large for $((4 * n)): $per_model bytes a model, not under 512 (are reports kept to the end?)"
+  fi
+}
+
+# output_lookups: stat-family calls naming each output of a batch of three
+# new outputs, at most 2 each
+output_lookups() {
+  local name="lookups of each new output in a batch" i
+  "$gen" many-grus "$work/lookup-model.onnx" 2
+  mkdir -p "$work/lookup-in"
+  for i in 0 1 2; do ln -f "$work/lookup-model.onnx" "$work/lookup-in/m$i.onnx"; done
+  rm -rf "$work/lookup-out"
+  if ! timeout -k 5 "$RUN_TIMEOUT" strace -f -qq -e trace=%%stat -o "$work/strace.log" \
+       "$tool" -j 1 -q "$work/lookup-in" -d "$work/lookup-out" 2> "$work/stderr"; then
+    fail "$name" "the run failed: $(head -3 "$work/stderr")"; return
+  fi
+  local counts=() most=0 c
+  for i in 0 1 2; do
+    c=$(grep -c "\"$work/lookup-out/m$i.onnx\"" "$work/strace.log")
+    counts+=("$c")
+    [ "$c" -gt "$most" ] && most=$c
+  done
+  if [ "$most" -ge 1 ] && [ "$most" -le 2 ]; then
+    pass "$name: ${counts[*]} stat calls"
+  else
+    fail "$name" "${counts[*]} stat calls naming the three outputs, expected 1 or 2 each"
+  fi
+}
+
 # copied NAME CASE N [ARGS...]: realloc's copy volume at N and 4N
 copied() {
   local name=$1 case=$2 n=$3; shift 3
@@ -136,6 +206,14 @@ else
   copied "realloc copies, GRU nodes side by side" many-grus "$grus_n"
 fi
 
+if ! command -v strace > /dev/null; then
+  echo "SKIP lookups of each new output: strace is not installed (apt-get install strace)"
+elif is_sanitized "$tool"; then
+  echo "SKIP lookups of each new output: $tool is sanitized (its start-up makes calls of its own)"
+else
+  output_lookups
+fi
+
 if ! command -v valgrind > /dev/null; then
   echo "SKIP instruction-count ratios: valgrind is not installed (apt-get install valgrind)"
 elif is_sanitized "$tool"; then
@@ -152,6 +230,8 @@ else
   linear "GRU nodes in If branches with zero initial states to clean up" if-grus-zero-h0 "$if_h0_n"
   linear "GRU nodes whose unused Y_h is declared in value_info" value-info-grus "$value_info_n"
   batch_linear "models in one run (-d DIR, every output name checked)" "$batch_n"
+  batch_memory "$heap_n" 1
+  batch_memory "$heap_n" 2
 fi
 
 # hundreds of thousands of nodes: must finish, and produce a valid model

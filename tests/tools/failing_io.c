@@ -13,6 +13,10 @@
  *               the same, as Linux does)
  *     rename    rename(), renameat(), renameat2()
  *     linkat    linkat() and link()
+ *     flink     linkat() with AT_EMPTY_PATH (naming an open file) alone,
+ *               e.g. refused with ENOENT as kernels before 6.10 refuse it to
+ *               users without CAP_DAC_READ_SEARCH; such a call that passes
+ *               this rule is still subject to the linkat one
  *     tmpfile   open()/openat() with O_TMPFILE
  *     create    open()/openat() with O_CREAT (not O_TMPFILE)
  *     mkstemp   mkstemp(), mkostemp(), mkstemps(), mkostemps()
@@ -58,11 +62,11 @@
 #include <time.h>
 #include <unistd.h>
 
-enum call { C_WRITE, C_FSYNC, C_CLOSE, C_RENAME, C_LINKAT, C_TMPFILE, C_CREATE, C_MKSTEMP,
-            C_FCHMOD, C_COUNT };
-static const char *const call_names[C_COUNT] = { "write",  "fsync",   "close",
-                                                 "rename", "linkat",  "tmpfile",
-                                                 "create", "mkstemp", "fchmod" };
+enum call { C_WRITE, C_FSYNC, C_CLOSE, C_RENAME, C_LINKAT, C_FLINK, C_TMPFILE, C_CREATE,
+            C_MKSTEMP, C_FCHMOD, C_COUNT };
+static const char *const call_names[C_COUNT] = { "write",   "fsync",   "close",  "rename",
+                                                 "linkat",  "flink",   "tmpfile", "create",
+                                                 "mkstemp", "fchmod" };
 
 enum mode { M_NONE, M_ERRNO, M_SLEEP, M_SHORT };
 
@@ -291,6 +295,8 @@ int renameat2(int fd1, const char *from, int fd2, const char *to, unsigned flags
 int linkat(int fd1, const char *from, int fd2, const char *to, int flags)
 {
     REAL(linkat);
+    if ((flags & AT_EMPTY_PATH) && decide(C_FLINK) == M_ERRNO)
+        return -1;
     if (decide(C_LINKAT) == M_ERRNO)
         return -1;
     return real_linkat(fd1, from, fd2, to, flags);
