@@ -121,6 +121,7 @@ fi
 # ---- build ----------------------------------------------------------------
 echo "building (Release) ..."
 cc -std=c11 -O2 -Wall -Wextra -o "$work/make_large_model" "$repo/bench/make_large_model.c"
+cc -std=c11 -O2 -Wall -Wextra -pthread -o "$work/dir_create" "$repo/bench/dir_create.c"
 cmake -S "$repo" -B "$work/build" -DRNNSTATE_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >"$work/build.log" 2>&1 &&
   cmake --build "$work/build" -j"$(nproc)" >>"$work/build.log" 2>&1 ||
   { cat "$work/build.log" >&2; echo "run.sh: build failed" >&2; exit 2; }
@@ -336,7 +337,7 @@ series chain "chain (nodes)" "$chain" --chain
 series exposed "chain, state exposed" "$chain" --chain-exposed
 
 # ---- 3. many small models: -j 2 against -j 1 ------------------------------------
-batch_serial=- batch_parallel=-
+batch_serial=- batch_parallel=- create_serial=- create_parallel=-
 if [ "$batch" -gt 0 ]; then
   echo "$batch small models in one directory ..."
   mkdir -p "$work/batch"
@@ -344,12 +345,17 @@ if [ "$batch" -gt 0 ]; then
   for ((i = 0; i < batch; i++)); do
     cp "${samples[$((i % ${#samples[@]}))]}" "$work/batch/$(printf 'm%05d' "$i").onnx"
   done
+  # the outputs' file creation alone, as many files of the models' mean size
+  mean_bytes=$(cat "$work"/batch/*.onnx | wc -c | awk -v n="$batch" '{printf "%d", $1 / n}')
   times=() kbs=() cpus=() users=()
   for ((r = 0; r < batch_reps; r++)); do
     run_once serial "$work/batch.out" "$tool" -j 1 -q "${fast_args[@]}" "$work/batch" -d "$work/batch.out"
     run_once parallel "$work/batch.out" "$tool" -j 2 -q "${fast_args[@]}" "$work/batch" -d "$work/batch.out"
+    run_once create1 "$work/batch.out" "$work/dir_create" "$work/batch.out" "$batch" 1 "$mean_bytes"
+    run_once create2 "$work/batch.out" "$work/dir_create" "$work/batch.out" "$batch" 2 "$mean_bytes"
   done
   batch_serial=$(med_time serial) batch_parallel=$(med_time parallel)
+  create_serial=$(med_time create1) create_parallel=$(med_time create2)
   rm -rf "$work/batch" "$work/batch.out"
 fi
 
@@ -368,6 +374,10 @@ printf '%s\n' "${graph_rows[@]}"
 if [ "$batch" -gt 0 ]; then
   echo
   echo "$batch small models in one directory: -j 1 ${batch_serial} s, -j 2 ${batch_parallel} s ($(ratio "$batch_parallel" "$batch_serial")x)"
+  # the share of the serial run that is file creation, and how well two
+  # threads overlap that part on this file system
+  share=$(awk -v s="$batch_serial" -v c="$create_serial" 'BEGIN {printf "%.0f", 100 * c / s}')
+  echo "  their outputs' file creation alone ($batch files of $mean_bytes bytes, no model work): 1 thread ${create_serial} s (${share}% of -j 1), 2 threads ${create_parallel} s ($(ratio "$create_parallel" "$create_serial")x)"
 fi
 echo
 
