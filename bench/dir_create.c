@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +21,28 @@ static long files, threads;
 static size_t bytes;
 static char *data;
 
-/* as the tool: linkat(AT_EMPTY_PATH), else through /proc */
+static atomic_bool empty_path_refused;
+
+/* As the tool's link_unnamed(): linkat(AT_EMPTY_PATH); where that is refused
+ * (ENOENT before Linux 6.10 without CAP_DAC_READ_SEARCH), through /proc, from
+ * then on. 0, or -1 with errno. */
 static int link_open_file(int fd, const char *to)
 {
-    if (linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH) == 0)
-        return 0;
+    bool refused = false;
+    if (!atomic_load_explicit(&empty_path_refused, memory_order_relaxed)) {
+        if (linkat(fd, "", AT_FDCWD, to, AT_EMPTY_PATH) == 0)
+            return 0;
+        if (errno != ENOENT && errno != EPERM && errno != EINVAL)
+            return -1;
+        refused = true;
+    }
     char proc_path[64];
     snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", fd);
-    return linkat(AT_FDCWD, proc_path, AT_FDCWD, to, AT_SYMLINK_FOLLOW);
+    if (linkat(AT_FDCWD, proc_path, AT_FDCWD, to, AT_SYMLINK_FOLLOW) != 0)
+        return -1;
+    if (refused)
+        atomic_store_explicit(&empty_path_refused, true, memory_order_relaxed);
+    return 0;
 }
 
 static void *create_share(void *arg)
@@ -36,8 +52,13 @@ static void *create_share(void *arg)
     for (long i = first; i < files; i += threads) {
         snprintf(path, sizeof path, "%s/f%06ld.onnx", dir, i);
         int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
-        if (fd < 0 || write(fd, data, bytes) != (ssize_t)bytes || link_open_file(fd, path) != 0) {
+        ssize_t wrote = fd < 0 ? -1 : write(fd, data, bytes);
+        if (fd < 0 || wrote < 0 || link_open_file(fd, path) != 0) {
             fprintf(stderr, "dir_create: %s: %s\n", path, strerror(errno));
+            exit(1);
+        }
+        if ((size_t)wrote != bytes) { /* a regular file's write is not short but on a full disk */
+            fprintf(stderr, "dir_create: %s: short write (%zd of %zu bytes)\n", path, wrote, bytes);
             exit(1);
         }
         close(fd);

@@ -830,7 +830,8 @@ typedef struct kept_job {
  * not grow with its number of models. */
 typedef struct run_results {
     size_t n_jobs;
-    kept_job *kept; /* one per job with --json, else NULL */
+    kept_job *kept;              /* one per job with --json, else NULL */
+    rnnstate_model_result *json; /* with --json: filled from kept at the end */
     run_totals totals;
 } run_results;
 
@@ -871,7 +872,6 @@ static void record_job(const run_results *r, size_t i, rnnstate_report *report,
 typedef struct job_streams {
     FILE *text, *errors;
 } job_streams;
-
 
 /* Processes one job; *report is NULL when it failed (err then says why). */
 static void process(const cli *c, const job *j, run_state *rs, job_streams out, bool last,
@@ -1067,20 +1067,17 @@ static void run_serial(const cli *c, job *jobs, size_t n_jobs, run_state *rs, FI
 }
 
 /* The JSON report, in input order (report_delivered() then tells whether it
- * reached standard output). */
+ * reached standard output). Its array was allocated with the run's, so that
+ * nothing can fail for want of memory once every model is done. */
 static void write_json(const run_results *results, const job *jobs)
 {
-    size_t n = results->n_jobs;
-    rnnstate_model_result *all = calloc(n ? n : 1, sizeof *all);
-    if (!all)
-        die_oom();
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < results->n_jobs; i++) {
         const kept_job *k = &results->kept[i];
-        all[i] = (rnnstate_model_result){ jobs[i].input, k->report ? jobs[i].output : NULL,
-                                          k->report, k->error };
+        results->json[i] = (rnnstate_model_result){ jobs[i].input,
+                                                    k->report ? jobs[i].output : NULL, k->report,
+                                                    k->error };
     }
-    (void)rnnstate_report_write_json(all, n, stdout);
-    free(all);
+    (void)rnnstate_report_write_json(results->json, results->n_jobs, stdout);
 }
 
 static void free_kept_results(run_results *results)
@@ -1092,6 +1089,7 @@ static void free_kept_results(run_results *results)
         free(results->kept[i].error);
     }
     free(results->kept);
+    free(results->json);
 }
 
 static int run(const cli *c, job *jobs, size_t n_jobs)
@@ -1099,7 +1097,8 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     bool model_on_stdout = n_jobs == 1 && jobs[0].output && !strcmp(jobs[0].output, "-");
     FILE *text = c->json || model_on_stdout ? stderr : stdout;
     run_results results = { .n_jobs = n_jobs };
-    if (c->json && !(results.kept = calloc(n_jobs ? n_jobs : 1, sizeof *results.kept)))
+    if (c->json && (!(results.kept = calloc(n_jobs ? n_jobs : 1, sizeof *results.kept)) ||
+                    !(results.json = calloc(n_jobs ? n_jobs : 1, sizeof *results.json))))
         die_oom();
     run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
     if (pthread_mutex_init(&rs.lock, NULL) != 0)

@@ -967,7 +967,7 @@ static int link_and_rename(int fd, const char *dir, const char *path, bool *unsu
         }
         free(tmp);
         if (e != EEXIST) {
-            *unsupported = e == ENOENT || e == EPERM; /* no /proc */
+            *unsupported = e == ENOENT || e == EPERM; /* neither AT_EMPTY_PATH nor /proc */
             return e;
         }
     }
@@ -1003,7 +1003,7 @@ static int write_via_unnamed_file(const char *path, emit_job *job, const target 
         if ((e = link_unnamed(fd, path)) == 0)
             goto done;
         if (e != EEXIST) {
-            *unsupported = e == ENOENT || e == EPERM; /* no /proc */
+            *unsupported = e == ENOENT || e == EPERM; /* neither AT_EMPTY_PATH nor /proc */
             goto done;
         }
         /* something was created at the target meanwhile: replace it */

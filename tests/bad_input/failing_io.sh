@@ -113,6 +113,30 @@ succeeds "linkat EPERM (no /proc): named temporary file" "linkat:EPERM"
 succeeds "linkat(AT_EMPTY_PATH) refused (ENOENT): named through /proc" "flink:ENOENT,create:EIO"
 fails "linkat(AT_EMPTY_PATH): EIO is an error, not a refusal" "flink:EIO" "Input/output error"
 fails "linkat(AT_EMPTY_PATH) refused, then EIO through /proc" "flink:ENOENT,linkat:EIO" "Input/output error"
+
+# ...and once refused, it is not tried again in the run: two models, the
+# second replacing an output already there (a temporary name, then rename)
+flink_refused_once() {
+  local name="linkat(AT_EMPTY_PATH) refused: tried once a run; an existing output replaced through /proc"
+  fresh_dir
+  cp "$src" "$d/a.onnx"
+  cp "$src" "$d/b.onnx"
+  mkdir "$d/out"
+  printf 'previous output\n' > "$d/out/b.onnx"
+  shim_run "flink:ENOENT,create:EIO" -j 1 -q "$d/a.onnx" "$d/b.onnx" -d "$d/out"
+  local why; why=$(crash_report "$status" "$work/stderr")
+  if [ -n "$why" ]; then fail "$name" "$why"; return; fi
+  if [ "$status" -ne 0 ]; then fail "$name" "exit status $status; stderr: $err"; return; fi
+  local tries; tries=$(grep -c '^flink' "$log")
+  if [ "$tries" -ne 1 ]; then fail "$name" "linkat(AT_EMPTY_PATH) refused $tries times, expected once"; return; fi
+  local m
+  for m in a b; do
+    if ! cmp -s "$work/reference.onnx" "$d/out/$m.onnx"; then fail "$name" "out/$m.onnx differs from a normal run"; return; fi
+  done
+  if [ "$(leftovers "$d/out" | tr '\n' ' ')" != "a.onnx b.onnx " ]; then fail "$name" "left behind: $(leftovers "$d/out")"; return; fi
+  pass "$name"
+}
+flink_refused_once
 fails "fallback: write ENOSPC" "tmpfile:EOPNOTSUPP,write:ENOSPC" "No space left on device"
 SHORT=1 fails "fallback: write EIO after short writes" "tmpfile:EOPNOTSUPP,write:EIO:2" "Input/output error"
 EXTRA=--sync fails "fallback, --sync: fsync EIO" "tmpfile:EOPNOTSUPP,fsync:EIO" "Input/output error"
