@@ -953,9 +953,12 @@ static int link_unnamed(int fd, const char *to)
 }
 
 /* Gives the complete unnamed file a temporary name, then renames it over the
- * target. A process killed between the two leaves the temporary name. */
+ * target. A process killed between the two leaves the temporary name. The
+ * file is locked first (nobody else can open it yet), so that while this
+ * process holds it its temporary name is never taken for a stale one. */
 static int link_and_rename(int fd, const char *dir, const char *path, bool *unsupported)
 {
+    (void)flock(fd, LOCK_EX | LOCK_NB);
     for (int attempt = 0; attempt < 64; attempt++) {
         char *tmp = temp_name_in(dir);
         if (!tmp)
@@ -977,9 +980,7 @@ static int link_and_rename(int fd, const char *dir, const char *path, bool *unsu
 /* Preferred route: an unnamed file (O_TMPFILE) in the target directory, which
  * disappears with the process until it is linked. A new output is linked
  * straight to the target (linkat() fails rather than replace anything); a
- * replaced one goes through link_and_rename(). The file is locked while
- * this process holds it, so that its temporary name is never taken for a
- * stale one. */
+ * replaced one goes through link_and_rename(). */
 static int write_via_unnamed_file(const char *path, emit_job *job, const target *t,
                                   bool *unsupported)
 {
@@ -996,7 +997,6 @@ static int write_via_unnamed_file(const char *path, emit_job *job, const target 
         *unsupported = e == EOPNOTSUPP || e == EISDIR || e == EINVAL;
         goto done;
     }
-    (void)flock(fd, LOCK_EX | LOCK_NB); /* nobody else can open it yet */
     if ((e = emit_to_fd(job, fd)) != 0 || (e = finish_file(job, fd, t)) != 0)
         goto done;
     if (!t->replaced) {

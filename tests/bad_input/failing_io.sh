@@ -308,6 +308,30 @@ esac
 [ -z "$(temp_files "$d")" ] && [ "$(cat "$d/out.onnx")" = "previous output" ] &&
   pass "the next run into the directory removes it, the previous output intact" ||
   fail "stale temporary file" "left: $(leftovers "$d")"
+# while it waits between link and rename, a live run holds the lock on its
+# temporary file: a run in another PID namespace, which cannot see the
+# process, still does not take the file for a stale one
+if command -v flock > /dev/null; then
+  fresh_dir
+  cp "$src" "$d/in.onnx"
+  printf 'previous output\n' > "$d/out.onnx"
+  : > "$log"
+  LD_PRELOAD=$shim FAIL_IO=rename:sleep FAIL_IO_LOG=$log FAIL_IO_SLEEP=2 \
+    "$tool" "$d/in.onnx" -o "$d/out.onnx" > /dev/null 2> "$work/stderr" &
+  pid=$!
+  for i in $(seq 100); do grep -q 'rename sleep' "$log" 2> /dev/null && break; sleep 0.1; done
+  held=$(temp_files "$d")
+  if [ -n "$held" ] && ! flock -n "$d/$held" true; then locked=yes; else locked=no; fi
+  wait "$pid"
+  st=$?
+  if [ "$locked" = yes ] && [ "$st" -eq 0 ] && cmp -s "$d/out.onnx" "$work/reference.onnx"; then
+    pass "between link and rename the temporary file ($held) is locked"
+  else
+    fail "lock between link and rename" "temporary file '$held', locked: $locked, status $st"
+  fi
+else
+  echo "SKIP lock between link and rename: no flock(1)"
+fi
 in_rename_window TERM
 if [ "$window_status" -eq 143 ] && [ -z "$(temp_files "$d")" ] && cmp -s "$d/out.onnx" "$work/reference.onnx"; then
   pass "SIGTERM between link and rename: held until the rename, then fatal; nothing left"
