@@ -194,8 +194,11 @@ rnnstate_status lazy_scan_file(int fd, uint64_t size, size_t min_bytes, const ch
     sb_init(&out->skeleton);
     if (!file)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
-    *file = (file_reader){ .wire = { .size = size, .window = file->buf, .refill = fr_refill },
-                           .fd = fd };
+    /* field by field: a compound literal would also zero the 64 KiB buffer,
+     * once per model, which pread fills anyway */
+    file->wire = (wire_reader){ .size = size, .window = file->buf, .refill = fr_refill };
+    file->fd = fd;
+    file->io_errno = 0;
     wire_reader *r = &file->wire;
     rnnstate_status st = RNNSTATE_OK;
     while (st == RNNSTATE_OK && r->pos < size) {

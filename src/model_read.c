@@ -236,9 +236,10 @@ rnnstate_status rnnstate_model_load_file(const char *path, const rnnstate_limits
     if (fd < 0)
         return set_error(err, RNNSTATE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    bool known = fstat(fd, &st) == 0; /* else load_fd's own fstat says why */
+    if (known && S_ISDIR(st.st_mode))
         status = set_error(err, RNNSTATE_ERR_IO, "%s: is a directory, not a model file", path);
-    else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    else if (known && S_ISREG(st.st_mode))
         status = load_regular_file(fd, &st, path, path, &l, model, err);
     else
         status = rnnstate_model_load_fd(fd, path, &l, model, err);

@@ -35,7 +35,8 @@
 # And directory operations (strace): each new output of a batch is looked up
 # at most twice before it is created (the command line's check of what is
 # there, and the save's). In a batch the lookup of a name not yet there is a
-# directory operation that the other workers' file creations wait for.
+# directory operation that the other workers' file creations wait for. Each
+# input is looked at once through its descriptor (fstat).
 # Then a graph of 400,000 nodes must simply finish (within ctest's timeout).
 # Without valgrind, or with a sanitized binary (valgrind cannot run those),
 # the ratios are skipped and only the big graph runs.
@@ -124,10 +125,11 @@ peak_heap() {
            END { print peak + 0 }' "$work/massif.out"
 }
 
-# batch_memory N JOBS: the peak heap of a batch of N copies of a small model
-# and of 4N; each model past N may add at most 512 bytes
+# batch_memory N JOBS [ARGS...]: the peak heap of a batch of N copies of a
+# small model and of 4N; each model past N may add at most 512 bytes
 batch_memory() {
-  local n=$1 jobs=$2 name="heap per model in a batch, -j $2" i few many
+  local n=$1 jobs=$2 i few many; shift 2
+  local name="heap per model in a batch, -j $jobs${1:+ $*}"
   few=$work/heap-few many=$work/heap-many
   if [ ! -d "$many" ]; then
     "$gen" many-grus "$work/heap-model.onnx" 2
@@ -138,9 +140,9 @@ batch_memory() {
     done
   fi
   local small large
-  small=$(peak_heap "$work/heap-out" -j "$jobs" -q "$few" -d "$work/heap-out") ||
+  small=$(peak_heap "$work/heap-out" -j "$jobs" -q "$@" "$few" -d "$work/heap-out") ||
     { fail "$name" "run on $n models failed: $(tail -3 "$work/massif.log")"; return; }
-  large=$(peak_heap "$work/heap-out" -j "$jobs" -q "$many" -d "$work/heap-out") ||
+  large=$(peak_heap "$work/heap-out" -j "$jobs" -q "$@" "$many" -d "$work/heap-out") ||
     { fail "$name" "run on $((4 * n)) models failed: $(tail -3 "$work/massif.log")"; return; }
   local per_model=$(((large - small) / (3 * n)))
   if [ "$per_model" -lt 512 ]; then
@@ -151,14 +153,14 @@ batch_memory() {
 }
 
 # output_lookups: stat-family calls naming each output of a batch of three
-# new outputs, at most 2 each
+# new outputs, at most 2 each; and on each input's descriptor, 1 each
 output_lookups() {
   local name="lookups of each new output in a batch" i
   "$gen" many-grus "$work/lookup-model.onnx" 2
   mkdir -p "$work/lookup-in"
   for i in 0 1 2; do ln -f "$work/lookup-model.onnx" "$work/lookup-in/m$i.onnx"; done
   rm -rf "$work/lookup-out"
-  if ! timeout -k 5 "$RUN_TIMEOUT" strace -f -qq -e trace=%%stat -o "$work/strace.log" \
+  if ! timeout -k 5 "$RUN_TIMEOUT" strace -f -qq -y -e trace=%%stat -o "$work/strace.log" \
        "$tool" -j 1 -q "$work/lookup-in" -d "$work/lookup-out" 2> "$work/stderr"; then
     fail "$name" "the run failed: $(head -3 "$work/stderr")"; return
   fi
@@ -172,6 +174,17 @@ output_lookups() {
     pass "$name: ${counts[*]} stat calls"
   else
     fail "$name" "${counts[*]} stat calls naming the three outputs, expected 1 or 2 each"
+  fi
+  # and each input, opened once, is looked at through its descriptor once
+  # (strace -y shows the path behind a descriptor as <path>)
+  name="fstat calls on each input in a batch" counts=()
+  for i in 0 1 2; do
+    counts+=("$(grep -c "lookup-in/m$i.onnx>" "$work/strace.log")")
+  done
+  if [ "${counts[*]}" = "1 1 1" ]; then
+    pass "$name: ${counts[*]}"
+  else
+    fail "$name" "${counts[*]} stat calls on the descriptors of the three inputs, expected 1 each"
   fi
 }
 
