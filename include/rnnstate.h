@@ -431,6 +431,27 @@ typedef struct rnnstate_model_result {
 RNNSTATE_API bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n,
                                              FILE *out);
 
+/* The same document written one model at a time, so that a run over many
+ * models need not keep every report until the end: rnnstate_json_begin()
+ * writes its head, rnnstate_json_add() one model's entry (in the order the
+ * entries are to appear; the result may be freed as soon as it returns),
+ * rnnstate_json_end() the summary and the tail, and flushes `out`. Together
+ * they write exactly what rnnstate_report_write_json() writes for the same
+ * results. The stream is the caller's (on the stack, say): nothing is
+ * allocated that outlives a call, and there is nothing to free. */
+typedef struct rnnstate_json_stream {
+    FILE *out;
+    size_t models, rewritten, annotated, unchanged, errors; /* added so far */
+    int error; /* 0, or the errno of the first write that failed (ENOMEM: memory
+                  to format an entry ran out); nothing is written after it */
+} rnnstate_json_stream;
+
+RNNSTATE_API void rnnstate_json_begin(rnnstate_json_stream *stream, FILE *out);
+RNNSTATE_API void rnnstate_json_add(rnnstate_json_stream *stream,
+                                    const rnnstate_model_result *result);
+/* False when any part of the document could not be written. */
+RNNSTATE_API bool rnnstate_json_end(rnnstate_json_stream *stream);
+
 #ifdef __cplusplus
 }
 #endif

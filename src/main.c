@@ -818,20 +818,21 @@ static void count_result(const rnnstate_report *report, run_totals *t)
 static rnnstate_model *volatile model_left_for_exit;
 static rnnstate_report *volatile report_left_for_exit;
 
-/* What the JSON report needs of a job: its report, or why it failed. */
+/* What the JSON report needs of a job until its entry is written: its
+ * report, or why it failed. */
 typedef struct kept_job {
     rnnstate_report *report;
     char *error;
 } kept_job;
 
-/* What a run keeps of its jobs: every job's counts; each report and error
- * message only for the JSON report, written at the end. Without --json a
- * report is freed as soon as it is counted, so that a batch's memory does
- * not grow with its number of models. */
+/* What a run keeps of its jobs: their counts, and with --json the document
+ * being written, an entry per job in input order as soon as the jobs
+ * before it are done. A report is freed once it is counted (without
+ * --json) or written (with it), so that a batch's memory does not grow
+ * with its number of models. */
 typedef struct run_results {
     size_t n_jobs;
-    kept_job *kept;              /* one per job with --json, else NULL */
-    rnnstate_model_result *json; /* with --json: filled from kept at the end */
+    rnnstate_json_stream *json; /* with --json, else NULL */
     run_totals totals;
 } run_results;
 
@@ -852,19 +853,34 @@ static void add_totals(run_totals *to, const run_totals *from)
     to->skipped_nodes += from->skipped_nodes;
 }
 
-/* Job i is done: its counts go to *totals (the caller's, so that parallel
- * workers count without a lock); its report is kept or released. */
-static void record_job(const run_results *r, size_t i, rnnstate_report *report,
-                       const rnnstate_error *err, run_totals *totals)
+/* A job is done: its counts go to *totals (the caller's, so that parallel
+ * workers count without a lock). Returns what its JSON entry needs; without
+ * --json, nothing: the report is released at once. */
+static kept_job finish_job(const run_results *r, rnnstate_report *report,
+                           const rnnstate_error *err, run_totals *totals)
 {
     count_result(report, totals);
-    if (!r->kept) {
+    if (!r->json) {
         release_report(r, report);
-        return;
+        return (kept_job){ NULL, NULL };
     }
-    r->kept[i] = (kept_job){ report, NULL };
-    if (!report && !(r->kept[i].error = strdup(err->message)))
+    kept_job k = { report, NULL };
+    if (!report && !(k.error = strdup(err->message)))
         die_oom();
+    return k;
+}
+
+/* The job's turn has come, in input order: its JSON entry is written (with
+ * --json), and what was kept for it released. */
+static void write_kept(const run_results *r, const job *j, kept_job *k)
+{
+    if (!r->json)
+        return;
+    rnnstate_json_add(r->json, &(rnnstate_model_result){ j->input, k->report ? j->output : NULL,
+                                                         k->report, k->error });
+    release_report(r, k->report);
+    free(k->error);
+    *k = (kept_job){ NULL, NULL };
 }
 
 /* Where one job's messages go: the report text, and errors (stderr, or a
@@ -920,6 +936,7 @@ static void process(const cli *c, const job *j, run_state *rs, job_streams out, 
 typedef struct job_output {
     char *text, *errors;
     size_t text_len, errors_len;
+    kept_job kept; /* for its JSON entry */
     bool done;
 } job_output;
 
@@ -949,15 +966,17 @@ static void run_buffered(pool *p, size_t i, run_totals *totals)
     process(p->c, &p->jobs[i], p->rs, (job_streams){ text, errors }, false, &report, &err);
     if (fclose(text) != 0 || fclose(errors) != 0)
         die_oom();
-    record_job(p->results, i, report, &err, totals);
+    o->kept = finish_job(p->results, report, &err, totals);
 }
 
-/* Prints job i's messages as a serial run would have, then frees them. */
+/* Prints job i's messages and JSON entry as a serial run would have, then
+ * frees them. */
 static void print_job_output(pool *p, size_t i)
 {
     job_output *o = &p->outputs[i];
     fwrite(o->text, 1, o->text_len, p->text);
     fwrite(o->errors, 1, o->errors_len, stderr);
+    write_kept(p->results, &p->jobs[i], &o->kept);
     fflush(p->text);
     free(o->text);
     free(o->errors);
@@ -1041,17 +1060,21 @@ static size_t thread_count(const cli *c, const job *jobs, size_t n_jobs)
 
 /* A report that could not be written (a closed standard output, a full
  * disk) is an error: the caller would otherwise take silence for success.
- * The message says what did happen to the models. */
-static bool report_delivered(FILE *stream, const char *what, const run_totals *t)
+ * The message says what did happen to the models. `error` is the errno of
+ * a failure already seen (the JSON stream's), or 0. */
+static bool report_delivered(FILE *stream, const char *what, int error, const run_totals *t)
 {
     if (stream != stdout)
         return true; /* nothing to tell about a lost stderr */
-    if (fflush(stdout) == 0 && !ferror(stdout))
+    errno = 0;
+    if (!error && fflush(stdout) == 0 && !ferror(stdout))
         return true;
+    if (!error)
+        error = errno;
     fprintf(stderr,
             "rnnstate-rewrite: cannot write the %s to standard output: %s (the models were "
             "processed: %zu rewritten, %zu unchanged, %zu failed)\n",
-            what, errno ? strerror(errno) : "write error", t->rewritten, t->unchanged, t->failed);
+            what, error ? strerror(error) : "write error", t->rewritten, t->unchanged, t->failed);
     return false;
 }
 
@@ -1062,44 +1085,21 @@ static void run_serial(const cli *c, job *jobs, size_t n_jobs, run_state *rs, FI
         rnnstate_report *report = NULL;
         rnnstate_error err = { 0 };
         process(c, &jobs[i], rs, (job_streams){ text, stderr }, n_jobs == 1, &report, &err);
-        record_job(results, i, report, &err, &results->totals);
+        kept_job k = finish_job(results, report, &err, &results->totals);
+        write_kept(results, &jobs[i], &k);
     }
-}
-
-/* The JSON report, in input order (report_delivered() then tells whether it
- * reached standard output). Its array was allocated with the run's, so that
- * nothing can fail for want of memory once every model is done. */
-static void write_json(const run_results *results, const job *jobs)
-{
-    for (size_t i = 0; i < results->n_jobs; i++) {
-        const kept_job *k = &results->kept[i];
-        results->json[i] = (rnnstate_model_result){ jobs[i].input,
-                                                    k->report ? jobs[i].output : NULL, k->report,
-                                                    k->error };
-    }
-    (void)rnnstate_report_write_json(results->json, results->n_jobs, stdout);
-}
-
-static void free_kept_results(run_results *results)
-{
-    if (!results->kept)
-        return;
-    for (size_t i = 0; i < results->n_jobs; i++) {
-        release_report(results, results->kept[i].report);
-        free(results->kept[i].error);
-    }
-    free(results->kept);
-    free(results->json);
 }
 
 static int run(const cli *c, job *jobs, size_t n_jobs)
 {
     bool model_on_stdout = n_jobs == 1 && jobs[0].output && !strcmp(jobs[0].output, "-");
     FILE *text = c->json || model_on_stdout ? stderr : stdout;
-    run_results results = { .n_jobs = n_jobs };
-    if (c->json && (!(results.kept = calloc(n_jobs ? n_jobs : 1, sizeof *results.kept)) ||
-                    !(results.json = calloc(n_jobs ? n_jobs : 1, sizeof *results.json))))
-        die_oom();
+    /* with --json the document's head is written now, its entries as the
+     * models are done, and its summary at the end */
+    rnnstate_json_stream json;
+    run_results results = { .n_jobs = n_jobs, .json = c->json ? &json : NULL };
+    if (c->json)
+        rnnstate_json_begin(&json, stdout);
     run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
     if (pthread_mutex_init(&rs.lock, NULL) != 0)
         die_oom();
@@ -1120,15 +1120,13 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     int status = t.failed ? EXIT_MODEL_FAILED
                  : c->fail_on_skip && t.skipped_nodes ? EXIT_SKIPPED
                                                       : EXIT_OK;
-    errno = 0;
-    if (c->json)
-        write_json(&results, jobs);
-    if (!report_delivered(c->json ? stdout : text, c->json ? "JSON report" : "report", &t))
+    int json_error = c->json && !rnnstate_json_end(&json) ? json.error : 0;
+    if (!report_delivered(c->json ? stdout : text, c->json ? "JSON report" : "report", json_error,
+                          &t))
         status = EXIT_MODEL_FAILED;
     free(rs.inputs);
     free(rs.cleaned_dir);
     pthread_mutex_destroy(&rs.lock);
-    free_kept_results(&results);
     return status;
 }
 

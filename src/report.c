@@ -3,6 +3,7 @@
 #include "array.h"
 #include "report.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -529,27 +530,62 @@ static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
     sb_adds(sb, "}");
 }
 
-bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n, FILE *out)
+/* Writes what sb holds to the stream's file, then empties it; a failure
+ * (of memory while formatting, or of the write) is remembered. */
+static void json_flush_part(rnnstate_json_stream *s, strbuf *sb)
 {
+    if (!s->error && sb->oom) {
+        s->error = ENOMEM;
+    } else if (!s->error) {
+        errno = 0;
+        if (fwrite(sb->buf, 1, sb->len, s->out) != sb->len)
+            s->error = errno ? errno : EIO;
+    }
+    sb_release(sb);
+}
+
+void rnnstate_json_begin(rnnstate_json_stream *s, FILE *out)
+{
+    *s = (rnnstate_json_stream){ .out = out };
     strbuf sb = STRBUF_INIT;
-    size_t rewritten = 0, annotated = 0, unchanged = 0, errors = 0;
     sb_adds(&sb, "{\"tool\": \"rnnstate-rewrite\", \"version\": \"" RNNSTATE_VERSION_STRING
                  "\",\n  \"models\": [\n");
-    for (size_t i = 0; i < n; i++) {
-        const rnnstate_report *r = results[i].report;
-        errors += !r;
-        rewritten += r && r->changed;
-        annotated += r && !r->changed && r->annotated;
-        unchanged += r && !r->changed && !r->annotated;
-        if (i)
-            sb_adds(&sb, ",\n");
-        add_json_model(&sb, &results[i]);
-    }
+    json_flush_part(s, &sb);
+}
+
+void rnnstate_json_add(rnnstate_json_stream *s, const rnnstate_model_result *result)
+{
+    const rnnstate_report *r = result->report;
+    s->errors += !r;
+    s->rewritten += r && r->changed;
+    s->annotated += r && !r->changed && r->annotated;
+    s->unchanged += r && !r->changed && !r->annotated;
+    strbuf sb = STRBUF_INIT;
+    if (s->models++)
+        sb_adds(&sb, ",\n");
+    add_json_model(&sb, result);
+    json_flush_part(s, &sb);
+}
+
+bool rnnstate_json_end(rnnstate_json_stream *s)
+{
+    strbuf sb = STRBUF_INIT;
     sb_addf(&sb,
             "\n  ],\n  \"summary\": {\"models\": %zu, \"rewritten\": %zu, \"annotated\": %zu, "
             "\"unchanged\": %zu, \"errors\": %zu}\n}\n",
-            n, rewritten, annotated, unchanged, errors);
-    bool ok = !sb.oom && fputs(sb.buf, out) >= 0 && fflush(out) == 0;
-    sb_release(&sb);
-    return ok;
+            s->models, s->rewritten, s->annotated, s->unchanged, s->errors);
+    json_flush_part(s, &sb);
+    errno = 0;
+    if (fflush(s->out) != 0 && !s->error)
+        s->error = errno ? errno : EIO;
+    return !s->error;
+}
+
+bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n, FILE *out)
+{
+    rnnstate_json_stream s;
+    rnnstate_json_begin(&s, out);
+    for (size_t i = 0; i < n; i++)
+        rnnstate_json_add(&s, &results[i]);
+    return rnnstate_json_end(&s);
 }

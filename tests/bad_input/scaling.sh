@@ -31,7 +31,8 @@
 #              checking that no two jobs write the same output
 # And memory: a batch of 4N models may hold only a little more heap than one
 # of N (its list of jobs, under 512 bytes a model; massif's peak heap), with
-# -j 1 and -j 2: a report is freed once it is counted, unless --json needs it.
+# -j 1 and -j 2, with and without --json: a report is freed once it is
+# counted, or once its entry of the JSON report is written.
 # And directory operations (strace): each new output of a batch is looked up
 # at most twice before it is created (the command line's check of what is
 # there, and the save's). In a batch the lookup of a name not yet there is a
@@ -250,6 +251,8 @@ else
   batch_linear "models in one run (-d DIR, every output name checked)" "$batch_n"
   batch_memory "$heap_n" 1
   batch_memory "$heap_n" 2
+  batch_memory "$heap_n" 1 --json
+  batch_memory "$heap_n" 2 --json
 fi
 
 # hundreds of thousands of nodes: must finish, and produce a valid model

@@ -1,8 +1,10 @@
 /* The API's promises (issue 12): one version; options structs that can grow
  * (struct_size, *_init, NULL for the defaults, uninitialised or newer ones
- * refused); and `const` models that saving never modifies, even while a save
- * is under way (so the same model can be saved from two threads at once). */
+ * refused); `const` models that saving never modifies, even while a save
+ * is under way (so the same model can be saved from two threads at once);
+ * and a JSON report that can be written one model at a time. */
 #define _GNU_SOURCE /* F_GETPIPE_SZ */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -438,6 +440,92 @@ static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsew
     free(bytes);
 }
 
+/* ---- the JSON report, one model at a time ------------------------------------ */
+
+/* What `out` (a memstream over *text) holds once flushed. */
+static const char *flushed(FILE *out, char **text)
+{
+    assert_int_equal(fflush(out), 0);
+    return *text;
+}
+
+/* Each entry is written when it is added, not held to the end (a batch's
+ * memory would grow with its number of models), and the three calls write
+ * exactly the document of rnnstate_report_write_json(). */
+static void test_json_stream_writes_each_entry_as_it_is_added(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *bytes = long_model_bytes(1, &size);
+    rnnstate_model *model = load_bytes(bytes, size);
+    rnnstate_report *report = NULL;
+    assert_int_equal(rnnstate_rewrite(model, NULL, &report, NULL), RNNSTATE_OK);
+    const rnnstate_model_result results[] = {
+        { "a\".onnx", NULL, NULL, "a\".onnx: not an ONNX model" },
+        { "b.onnx", "out/b.onnx", report, NULL },
+    };
+
+    char *text = NULL, *whole = NULL;
+    size_t len = 0, whole_len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    rnnstate_json_stream json;
+    rnnstate_json_begin(&json, out);
+    assert_string_equal(flushed(out, &text), "{\"tool\": \"rnnstate-rewrite\", \"version\": \"" RNNSTATE_VERSION_STRING "\",\n  \"models\": [\n");
+    size_t head = len;
+    rnnstate_json_add(&json, &results[0]);
+    const char *first = "    {\"input\": \"a\\\".onnx\", \"output\": null, \"status\": \"error\", "
+                        "\"error\": \"a\\\".onnx: not an ONNX model\",\n     \"nodes\": [],\n     "
+                        "\"state\": [],\n     \"time_axes\": [],\n     \"notes\": []}";
+    assert_string_equal(flushed(out, &text) + head, first);
+    size_t before_second = len;
+    rnnstate_json_add(&json, &results[1]);
+    const char *second = ",\n    {\"input\": \"b.onnx\", \"output\": \"out/b.onnx\", "
+                         "\"status\": \"rewritten\", \"error\": null,";
+    assert_int_equal(strncmp(flushed(out, &text) + before_second, second, strlen(second)), 0);
+    assert_true(rnnstate_json_end(&json));
+    assert_int_equal(json.error, 0);
+    assert_int_equal(json.models, 2);
+    assert_int_equal(json.errors, 1);
+    assert_int_equal(json.rewritten, 1);
+    const char *tail = "\n  ],\n  \"summary\": {\"models\": 2, \"rewritten\": 1, \"annotated\": 0, "
+                       "\"unchanged\": 0, \"errors\": 1}\n}\n";
+    assert_true(len > strlen(tail));
+    assert_string_equal(text + len - strlen(tail), tail);
+    fclose(out);
+
+    FILE *all = open_memstream(&whole, &whole_len);
+    assert_non_null(all);
+    assert_true(rnnstate_report_write_json(results, 2, all));
+    fclose(all);
+    assert_int_equal(whole_len, len);
+    assert_string_equal(whole, text);
+
+    free(whole);
+    free(text);
+    rnnstate_report_free(report);
+    rnnstate_model_free(model);
+    free(bytes);
+}
+
+/* A write that fails is remembered, with its errno, and ends in false. */
+static void test_json_stream_reports_a_failed_write(void **state)
+{
+    (void)state;
+    FILE *full = fopen("/dev/full", "w");
+    if (!full)
+        skip();
+    rnnstate_json_stream json;
+    rnnstate_json_begin(&json, full);
+    const rnnstate_model_result failed = { "a.onnx", NULL, NULL, "a.onnx: empty file" };
+    for (int i = 0; i < 1000; i++) /* past stdio's buffer */
+        rnnstate_json_add(&json, &failed);
+    assert_false(rnnstate_json_end(&json));
+    assert_int_equal(json.error, ENOSPC);
+    assert_int_equal(json.models, 1000);
+    fclose(full);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,6 +539,8 @@ int main(void)
         cmocka_unit_test(test_null_options_are_the_defaults),
         cmocka_unit_test(test_a_model_with_lazy_weights_is_whole_while_it_is_saved),
         cmocka_unit_test(test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsewhere),
+        cmocka_unit_test(test_json_stream_writes_each_entry_as_it_is_added),
+        cmocka_unit_test(test_json_stream_reports_a_failed_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
