@@ -337,7 +337,7 @@ series chain "chain (nodes)" "$chain" --chain
 series exposed "chain, state exposed" "$chain" --chain-exposed
 
 # ---- 3. many small models: -j 2 against -j 1 ------------------------------------
-batch_serial=- batch_parallel=- create_serial=- create_parallel=-
+batch_serial=- batch_parallel=- batch_processes=- create_serial=- create_parallel=-
 if [ "$batch" -gt 0 ]; then
   echo "$batch small models in one directory ..."
   mkdir -p "$work/batch"
@@ -345,18 +345,31 @@ if [ "$batch" -gt 0 ]; then
   for ((i = 0; i < batch; i++)); do
     cp "${samples[$((i % ${#samples[@]}))]}" "$work/batch/$(printf 'm%05d' "$i").onnx"
   done
+  # the same models split between two directories (hard links), for two
+  # separate -j 1 processes at once: two workers that share no memory, no
+  # allocator and no lock of the tool's, only the machine and the output
+  # directory
+  mkdir -p "$work/batch.a" "$work/batch.b"
+  for ((i = 0; i < batch; i++)); do
+    half=a; [ "$i" -lt $((batch / 2)) ] || half=b
+    ln "$work/batch/$(printf 'm%05d' "$i").onnx" "$work/batch.$half/"
+  done
+  two_processes=$(printf '"$1" -j 1 -q %s "$2" -d "$4" & "$1" -j 1 -q %s "$3" -d "$4"; wait' \
+    "${fast_args[*]:-}" "${fast_args[*]:-}")
   # the outputs' file creation alone, as many files of the models' mean size
   mean_bytes=$(cat "$work"/batch/*.onnx | wc -c | awk -v n="$batch" '{printf "%d", $1 / n}')
   times=() kbs=() cpus=() users=()
   for ((r = 0; r < batch_reps; r++)); do
     run_once serial "$work/batch.out" "$tool" -j 1 -q "${fast_args[@]}" "$work/batch" -d "$work/batch.out"
     run_once parallel "$work/batch.out" "$tool" -j 2 -q "${fast_args[@]}" "$work/batch" -d "$work/batch.out"
+    run_once processes "$work/batch.out" bash -c "$two_processes" two "$tool" "$work/batch.a" "$work/batch.b" "$work/batch.out"
     run_once create1 "$work/batch.out" "$work/dir_create" "$work/batch.out" "$batch" 1 "$mean_bytes"
     run_once create2 "$work/batch.out" "$work/dir_create" "$work/batch.out" "$batch" 2 "$mean_bytes"
   done
   batch_serial=$(med_time serial) batch_parallel=$(med_time parallel)
+  batch_processes=$(med_time processes)
   create_serial=$(med_time create1) create_parallel=$(med_time create2)
-  rm -rf "$work/batch" "$work/batch.out"
+  rm -rf "$work/batch" "$work/batch.a" "$work/batch.b" "$work/batch.out"
 fi
 
 # ---- report ---------------------------------------------------------------------
@@ -377,6 +390,9 @@ if [ "$batch" -gt 0 ]; then
   # the share of the serial run that is file creation, and how well two
   # threads overlap that part on this file system
   share=$(awk -v s="$batch_serial" -v c="$create_serial" 'BEGIN {printf "%.0f", 100 * c / s}')
+  # what two workers that share nothing of the tool's reach on this machine,
+  # in the same rounds: -j 2 cannot be expected to beat it
+  echo "  two separate -j 1 processes at once, half the models each, into the same directory: ${batch_processes} s ($(ratio "$batch_processes" "$batch_serial")x -j 1; -j 2 takes $(ratio "$batch_parallel" "$batch_processes")x of it)"
   echo "  their outputs' file creation alone ($batch files of $mean_bytes bytes, no model work): 1 thread ${create_serial} s (${share}% of -j 1), 2 threads ${create_parallel} s ($(ratio "$create_parallel" "$create_serial")x)"
 fi
 echo
