@@ -141,6 +141,15 @@ lost_report() {
 lost_report "text report to a closed standard output" closed "$tool" "$src" -o "$work/lost.onnx"
 lost_report "text report to /dev/full" full "$tool" "$src" -o "$work/lost.onnx"
 lost_report "--json to a closed standard output" closed "$tool" "$src" -o "$work/lost.onnx" --json
+# --json is written as the run goes: in a batch whose document outgrows
+# stdio's buffer the write fails midway, and its cause is still the one named
+mkdir -p "$work/json-full"
+for i in $(seq 1 40); do ln -f "$src" "$work/json-full/m$i.onnx"; done
+"$tool" "$work/json-full" -d "$work/json-full.out" --json 2> "$work/stderr" > /dev/full
+status=$? err=$(tail -n 1 "$work/stderr")
+why="status $status: $err"
+check "--json of a 40-model batch to /dev/full: status 1, ENOSPC named, the models written" \
+  [ "$status:$err:$(ls "$work/json-full.out" | wc -l)" = "1:rnnstate-rewrite: cannot write the JSON report to standard output: No space left on device (the models were processed: 40 rewritten, 0 unchanged, 0 failed):40" ]
 
 # ---- streams -----------------------------------------------------------------------------
 "$tool" - -o "$work/stdin.onnx" <&- 2> "$work/stderr"
