@@ -20,7 +20,8 @@
  * to the caller, who releases it with the matching rnnstate_*_free function.
  * Every string and array reachable from a returned object belongs to that
  * object and stays valid until the object is freed. The library keeps no
- * pointer to caller memory after a call returns, and has no global state: a
+ * pointer to caller memory after a call returns (a JSON stream, which the
+ * caller owns, holds the caller's FILE between calls), and has no global state: a
  * model may be used from one thread at a time, different models from
  * different threads at once; the save functions do not modify the model, so
  * several threads may save the same model at once.
@@ -432,13 +433,19 @@ RNNSTATE_API bool rnnstate_report_write_json(const rnnstate_model_result *result
                                              FILE *out);
 
 /* The same document written one model at a time, so that a run over many
- * models need not keep every report until the end: rnnstate_json_begin()
- * writes its head, rnnstate_json_add() one model's entry (in the order the
- * entries are to appear; the result may be freed as soon as it returns),
- * rnnstate_json_end() the summary and the tail, and flushes `out`. Together
- * they write exactly what rnnstate_report_write_json() writes for the same
- * results. The stream is the caller's (on the stack, say): nothing is
- * allocated that outlives a call, and there is nothing to free. */
+ * models need not keep every report until the end:
+ * rnnstate_json_stream_begin() writes its head, rnnstate_json_stream_add()
+ * one model's entry (in the order the entries are to appear) and flushes
+ * it, so that a reader sees it at once and the result may be freed as soon
+ * as the call returns; rnnstate_json_stream_end() writes the summary and
+ * the tail. Together they write exactly what rnnstate_report_write_json()
+ * writes for the same results.
+ *
+ * The stream is the caller's (on the stack, say): nothing is allocated that
+ * outlives a call, and there is nothing to free. It holds `out`, which must
+ * stay open until rnnstate_json_stream_end() (which flushes it and does not
+ * close it); one stream is used by one thread at a time. The struct's size
+ * and fields are fixed for this major version of the library. */
 typedef struct rnnstate_json_stream {
     FILE *out;
     size_t models, rewritten, annotated, unchanged, errors; /* added so far */
@@ -446,11 +453,12 @@ typedef struct rnnstate_json_stream {
                   to format an entry ran out); nothing is written after it */
 } rnnstate_json_stream;
 
-RNNSTATE_API void rnnstate_json_begin(rnnstate_json_stream *stream, FILE *out);
-RNNSTATE_API void rnnstate_json_add(rnnstate_json_stream *stream,
-                                    const rnnstate_model_result *result);
-/* False when any part of the document could not be written. */
-RNNSTATE_API bool rnnstate_json_end(rnnstate_json_stream *stream);
+RNNSTATE_API void rnnstate_json_stream_begin(rnnstate_json_stream *stream, FILE *out);
+RNNSTATE_API void rnnstate_json_stream_add(rnnstate_json_stream *stream,
+                                           const rnnstate_model_result *result);
+/* False when any part of the document could not be written (stream->error
+ * says why). */
+RNNSTATE_API bool rnnstate_json_stream_end(rnnstate_json_stream *stream);
 
 #ifdef __cplusplus
 }

@@ -545,6 +545,15 @@ static void handle_termination_signals(void)
     }
 }
 
+/* A reader that stops early (`| head`) must not end the run between two
+ * models, or in the middle of a save: a write to a closed pipe fails with
+ * EPIPE instead, every model is still processed, and the report that could
+ * not be delivered is then an error like any other (report_delivered()). */
+static void ignore_broken_pipes(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+}
+
 static void begin_save(void)
 {
     atomic_fetch_add(&saving, 1);
@@ -876,8 +885,9 @@ static void write_kept(const run_results *r, const job *j, kept_job *k)
 {
     if (!r->json)
         return;
-    rnnstate_json_add(r->json, &(rnnstate_model_result){ j->input, k->report ? j->output : NULL,
-                                                         k->report, k->error });
+    const rnnstate_model_result entry = { j->input, k->report ? j->output : NULL, k->report,
+                                          k->error };
+    rnnstate_json_stream_add(r->json, &entry);
     release_report(r, k->report);
     free(k->error);
     *k = (kept_job){ NULL, NULL };
@@ -1099,7 +1109,7 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     rnnstate_json_stream json;
     run_results results = { .n_jobs = n_jobs, .json = c->json ? &json : NULL };
     if (c->json)
-        rnnstate_json_begin(&json, stdout);
+        rnnstate_json_stream_begin(&json, stdout);
     run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
     if (pthread_mutex_init(&rs.lock, NULL) != 0)
         die_oom();
@@ -1120,7 +1130,7 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     int status = t.failed ? EXIT_MODEL_FAILED
                  : c->fail_on_skip && t.skipped_nodes ? EXIT_SKIPPED
                                                       : EXIT_OK;
-    int json_error = c->json && !rnnstate_json_end(&json) ? json.error : 0;
+    int json_error = c->json && !rnnstate_json_stream_end(&json) ? json.error : 0;
     if (!report_delivered(c->json ? stdout : text, c->json ? "JSON report" : "report", json_error,
                           &t))
         status = EXIT_MODEL_FAILED;
@@ -1134,6 +1144,7 @@ int main(int argc, char **argv)
 {
     hold_closed_standard_descriptors();
     handle_termination_signals();
+    ignore_broken_pipes();
     cli c = { 0 };
     job *jobs = NULL;
     size_t n_jobs = 0, empty_dirs = 0;

@@ -530,62 +530,64 @@ static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
     sb_adds(sb, "}");
 }
 
-/* Writes what sb holds to the stream's file, then empties it; a failure
- * (of memory while formatting, or of the write) is remembered. */
-static void json_flush_part(rnnstate_json_stream *s, strbuf *sb)
+/* Writes what sb holds to the stream's file and flushes it, then empties
+ * sb; the first failure (of memory while formatting, or of the write) is
+ * remembered, and nothing is written after it. */
+static void json_write_part(rnnstate_json_stream *s, strbuf *sb)
 {
     if (!s->error && sb->oom) {
         s->error = ENOMEM;
     } else if (!s->error) {
         errno = 0;
-        if (fwrite(sb->buf, 1, sb->len, s->out) != sb->len)
+        if (fwrite(sb->buf, 1, sb->len, s->out) != sb->len || fflush(s->out) != 0 ||
+            ferror(s->out))
             s->error = errno ? errno : EIO;
     }
     sb_release(sb);
 }
 
-void rnnstate_json_begin(rnnstate_json_stream *s, FILE *out)
+void rnnstate_json_stream_begin(rnnstate_json_stream *s, FILE *out)
 {
     *s = (rnnstate_json_stream){ .out = out };
     strbuf sb = STRBUF_INIT;
     sb_adds(&sb, "{\"tool\": \"rnnstate-rewrite\", \"version\": \"" RNNSTATE_VERSION_STRING
                  "\",\n  \"models\": [\n");
-    json_flush_part(s, &sb);
+    json_write_part(s, &sb);
 }
 
-void rnnstate_json_add(rnnstate_json_stream *s, const rnnstate_model_result *result)
+void rnnstate_json_stream_add(rnnstate_json_stream *s, const rnnstate_model_result *result)
 {
     const rnnstate_report *r = result->report;
     s->errors += !r;
     s->rewritten += r && r->changed;
     s->annotated += r && !r->changed && r->annotated;
     s->unchanged += r && !r->changed && !r->annotated;
+    bool first = s->models++ == 0;
+    if (s->error)
+        return; /* nothing more is written: the counts are all that is kept */
     strbuf sb = STRBUF_INIT;
-    if (s->models++)
+    if (!first)
         sb_adds(&sb, ",\n");
     add_json_model(&sb, result);
-    json_flush_part(s, &sb);
+    json_write_part(s, &sb);
 }
 
-bool rnnstate_json_end(rnnstate_json_stream *s)
+bool rnnstate_json_stream_end(rnnstate_json_stream *s)
 {
     strbuf sb = STRBUF_INIT;
     sb_addf(&sb,
             "\n  ],\n  \"summary\": {\"models\": %zu, \"rewritten\": %zu, \"annotated\": %zu, "
             "\"unchanged\": %zu, \"errors\": %zu}\n}\n",
             s->models, s->rewritten, s->annotated, s->unchanged, s->errors);
-    json_flush_part(s, &sb);
-    errno = 0;
-    if (fflush(s->out) != 0 && !s->error)
-        s->error = errno ? errno : EIO;
+    json_write_part(s, &sb);
     return !s->error;
 }
 
 bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n, FILE *out)
 {
     rnnstate_json_stream s;
-    rnnstate_json_begin(&s, out);
+    rnnstate_json_stream_begin(&s, out);
     for (size_t i = 0; i < n; i++)
-        rnnstate_json_add(&s, &results[i]);
-    return rnnstate_json_end(&s);
+        rnnstate_json_stream_add(&s, &results[i]);
+    return rnnstate_json_stream_end(&s);
 }

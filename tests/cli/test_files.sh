@@ -151,6 +151,15 @@ why="status $status: $err"
 check "--json of a 40-model batch to /dev/full: status 1, ENOSPC named, the models written" \
   [ "$status:$err:$(ls "$work/json-full.out" | wc -l)" = "1:rnnstate-rewrite: cannot write the JSON report to standard output: No space left on device (the models were processed: 40 rewritten, 0 unchanged, 0 failed):40" ]
 
+# a reader that stops early (| head) stops neither the batch nor a save: the
+# write fails with EPIPE, every model is written, and the lost report is named
+rm -rf "$work/json-pipe.out"
+"$tool" "$work/json-full" -d "$work/json-pipe.out" --json 2> "$work/stderr" | head -c 100 > /dev/null
+status=${PIPESTATUS[0]} err=$(tail -n 1 "$work/stderr")
+why="status $status: $err"
+check "--json of a 40-model batch into '| head -c 100': status 1, EPIPE named, all 40 models written" \
+  [ "$status:$err:$(ls "$work/json-pipe.out" | wc -l)" = "1:rnnstate-rewrite: cannot write the JSON report to standard output: Broken pipe (the models were processed: 40 rewritten, 0 unchanged, 0 failed):40" ]
+
 # ---- streams -----------------------------------------------------------------------------
 "$tool" - -o "$work/stdin.onnx" <&- 2> "$work/stderr"
 status=$? err=$(cat "$work/stderr")
