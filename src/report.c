@@ -530,16 +530,16 @@ static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
     sb_adds(sb, "}");
 }
 
-/* Writes what sb holds to the stream's file and flushes it, then empties
- * sb; the first failure (of memory while formatting, or of the write) is
- * remembered, and nothing is written after it. */
-static void json_write_part(rnnstate_json_stream *s, strbuf *sb)
+/* Writes what sb holds to the stream's file (and flushes it, with `flush`),
+ * then empties sb; the first failure (of memory while formatting, or of the
+ * write) is remembered, and nothing is written after it. */
+static void json_write_part(rnnstate_json_stream *s, strbuf *sb, bool flush)
 {
     if (!s->error && sb->oom) {
         s->error = ENOMEM;
     } else if (!s->error) {
         errno = 0;
-        if (fwrite(sb->buf, 1, sb->len, s->out) != sb->len || fflush(s->out) != 0 ||
+        if (fwrite(sb->buf, 1, sb->len, s->out) != sb->len || (flush && fflush(s->out) != 0) ||
             ferror(s->out))
             s->error = errno ? errno : EIO;
     }
@@ -552,10 +552,12 @@ void rnnstate_json_stream_begin(rnnstate_json_stream *s, FILE *out)
     strbuf sb = STRBUF_INIT;
     sb_adds(&sb, "{\"tool\": \"rnnstate-rewrite\", \"version\": \"" RNNSTATE_VERSION_STRING
                  "\",\n  \"models\": [\n");
-    json_write_part(s, &sb);
+    json_write_part(s, &sb, true);
 }
 
-void rnnstate_json_stream_add(rnnstate_json_stream *s, const rnnstate_model_result *result)
+/* One entry; flushed with `flush` (a stream's reader sees it at once, while
+ * rnnstate_report_write_json() writes the whole document and flushes once). */
+static void json_add(rnnstate_json_stream *s, const rnnstate_model_result *result, bool flush)
 {
     const rnnstate_report *r = result->report;
     s->errors += !r;
@@ -569,7 +571,12 @@ void rnnstate_json_stream_add(rnnstate_json_stream *s, const rnnstate_model_resu
     if (!first)
         sb_adds(&sb, ",\n");
     add_json_model(&sb, result);
-    json_write_part(s, &sb);
+    json_write_part(s, &sb, flush);
+}
+
+void rnnstate_json_stream_add(rnnstate_json_stream *s, const rnnstate_model_result *result)
+{
+    json_add(s, result, true);
 }
 
 bool rnnstate_json_stream_end(rnnstate_json_stream *s)
@@ -579,7 +586,7 @@ bool rnnstate_json_stream_end(rnnstate_json_stream *s)
             "\n  ],\n  \"summary\": {\"models\": %zu, \"rewritten\": %zu, \"annotated\": %zu, "
             "\"unchanged\": %zu, \"errors\": %zu}\n}\n",
             s->models, s->rewritten, s->annotated, s->unchanged, s->errors);
-    json_write_part(s, &sb);
+    json_write_part(s, &sb, true);
     return !s->error;
 }
 
@@ -588,6 +595,6 @@ bool rnnstate_report_write_json(const rnnstate_model_result *results, size_t n, 
     rnnstate_json_stream s;
     rnnstate_json_stream_begin(&s, out);
     for (size_t i = 0; i < n; i++)
-        rnnstate_json_stream_add(&s, &results[i]);
+        json_add(&s, &results[i], false);
     return rnnstate_json_stream_end(&s);
 }
