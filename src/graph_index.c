@@ -272,16 +272,23 @@ static bool index_declarations(graph_index *gi, Onnx__GraphProto *g)
                               offsetof(value_entry, value_info), DUP_NONE);
 }
 
+static void graph_index_free_memos(graph_index *gi)
+{
+    for (int i = 0; i < GRAPH_INDEX_MEMOS; i++) {
+        if (gi->memo[i])
+            gi->memo_free[i](gi->memo[i]);
+        gi->memo[i] = NULL;
+        gi->memo_free[i] = NULL;
+    }
+}
+
 /* Forgets what the index says but keeps its memory: a graph is usually
  * indexed again after a pass changed it a little, and memory already in
  * use is not faulted in and zeroed by the kernel a second time (a third of
  * a rebuild's time on a graph of a million nodes). */
 static void graph_index_reset(graph_index *gi)
 {
-    if (gi->analysis)
-        gi->analysis_free(gi->analysis);
-    gi->analysis = NULL;
-    gi->analysis_free = NULL;
+    graph_index_free_memos(gi);
     strmap_clear(&gi->by_name);
     gi->n_values = 0;
     gi->duplicate = gi->duplicate_kind = NULL;
@@ -302,8 +309,7 @@ bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
 
 void graph_index_free(graph_index *gi)
 {
-    if (gi->analysis)
-        gi->analysis_free(gi->analysis);
+    graph_index_free_memos(gi);
     free(gi->consumer_store);
     free(gi->node_values);
     free(gi->node_first);

@@ -27,6 +27,14 @@ typedef struct value_entry {
     bool read_by_subgraph; /* named by a node inside a subgraph (outer-scope use) */
 } value_entry;
 
+/* The analyses that keep answers per value of an index, one slot each. */
+typedef enum graph_index_memo_slot {
+    MEMO_SLOT_SHAPE,  /* analysis/shape.c: ranks and dimensions */
+    MEMO_SLOT_STATE,  /* state/trace.c: uniform constants, outputs reached */
+    MEMO_SLOT_STREAM, /* analysis/stream.c: where the time axis is */
+    GRAPH_INDEX_MEMOS
+} graph_index_memo_slot;
+
 typedef struct graph_index {
     Onnx__GraphProto *graph;
     strmap by_name;
@@ -44,11 +52,11 @@ typedef struct graph_index {
      * is: "graph input", "initializer", "value produced", "graph output". */
     const char *duplicate;
     const char *duplicate_kind;
-    /* Answers an analysis (state/trace.c) memoized per value of this index;
-     * freed with analysis_free() when the index is rebuilt or freed, so they
-     * never outlive the graph they describe. */
-    void *analysis;
-    void (*analysis_free)(void *analysis);
+    /* The analyses' answers memoized per value of this index, one table per
+     * analysis (analysis/memo.h); freed with memo_free[] when the index is
+     * rebuilt or freed, so they never outlive the graph they describe. */
+    void *memo[GRAPH_INDEX_MEMOS];
+    void (*memo_free[GRAPH_INDEX_MEMOS])(void *table);
 } graph_index;
 
 /* Indexes `graph`. Returns false when out of memory (the index is then empty). */

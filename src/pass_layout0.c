@@ -16,7 +16,7 @@
 
 #include "passes.h"
 #include "recurrent_ops.h"
-#include "state/trace.h"
+#include "analysis/shape.h"
 #include "tensor_util.h"
 
 static const int64_t swap01[3] = { 1, 0, 2 };

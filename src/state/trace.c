@@ -1,17 +1,10 @@
-/* Tracing state values through the graphs.
+/* Tracing state values through the graphs: where an initial state comes
+ * from, where a final state goes.
  *
- * Every walk is memoized per (scope, value): the answer for a value (is it a
- * uniform constant, which main-graph output does it reach, its rank, its
- * first dimensions) is computed once per index and kept in the index's
- * `analysis` slot, so the whole analysis takes time linear in the size of
- * the graphs whatever their shape (a chain of Concat(c, c) nodes, which a
- * plain walk visits 2^N times, is walked once), and shared inputs cost
- * nothing the second time. Recursion is bounded by MAX_TRACE_DEPTH steps; a
- * value whose answer was cut short by that bound is computed again only when
- * it is reached nearer the start of a walk, so each value is computed at
- * most MAX_TRACE_DEPTH times and answers do not depend on the order of the
- * queries. A value met again while its own answer is being computed (a
- * cycle, in an invalid graph) is "not known". */
+ * Every walk is memoized per (scope, value) in the index's MEMO_SLOT_STATE
+ * table (analysis/memo.h says why and how the depth bound works): is a value
+ * a uniform constant, which main-graph output does it reach. Shapes and
+ * constants come from analysis/shape.h. */
 #include "state/trace.h"
 
 #include <limits.h>
@@ -23,25 +16,6 @@
 
 #define MAX_VIEW_STEPS 4096    /* steps of one walk back along views, If branches included */
 #define MAX_BRANCH_SCANS 65536 /* scopes one final-state walk looks at for branch reads */
-
-static bool op_is(const Onnx__NodeProto *node, const char *op)
-{
-    return strcmp(str_or_empty(node->op_type), op) == 0;
-}
-
-static bool op_in(const Onnx__NodeProto *node, const char *const *ops)
-{
-    for (; *ops; ops++)
-        if (op_is(node, *ops))
-            return true;
-    return false;
-}
-
-static bool default_domain(const Onnx__NodeProto *node)
-{
-    const char *d = str_or_empty(node->domain);
-    return !*d || !strcmp(d, "ai.onnx");
-}
 
 /* Ops that pass (part of) input 0 through unchanged in value. */
 static const char *const view_ops[] = { "Slice", "Gather", "Squeeze", "Unsqueeze", "Reshape",
@@ -57,8 +31,6 @@ static const char *const data_movement_ops[] = { "Concat", "Squeeze", "Unsqueeze
                                                  "Expand", NULL };
 
 /* ---- memo ------------------------------------------------------------- */
-
-typedef enum memo_state { MEMO_NONE, MEMO_BUSY, MEMO_DONE } memo_state;
 
 typedef struct uniform_value {
     int32_t elem_type;
@@ -86,157 +58,15 @@ typedef struct reach_memo {
     const char *output;
 } reach_memo;
 
-typedef struct rank_memo {
-    unsigned char state;
-    bool cut;
-    int depth;
-    int64_t rank;
-} rank_memo;
-
-#define MEMO_AXES 4 /* dims of axes 0..3 are memoized (states have rank 3, Y rank 4) */
-
-typedef struct dim_memo {
-    unsigned char state;
-    bool cut;
-    int depth;
-    dim_info dim; /* owns its param */
-} dim_memo;
-
 typedef struct value_memo {
     uniform_memo uniform;
     reach_memo reach;
-    rank_memo rank;
-    dim_memo dims[MEMO_AXES];
 } value_memo;
 
-/* One per index: a memo per value entry, allocated when first needed, so an
- * index costs one pointer per value and a memo per value actually visited. */
-typedef struct trace_cache {
-    value_memo **memo;
-    size_t n;
-} trace_cache;
-
-static void trace_cache_free(void *analysis)
-{
-    trace_cache *c = analysis;
-    for (size_t i = 0; i < c->n; i++) {
-        if (!c->memo[i])
-            continue;
-        for (int a = 0; a < MEMO_AXES; a++)
-            dim_info_clear(&c->memo[i]->dims[a].dim);
-        free(c->memo[i]);
-    }
-    free(c->memo);
-    free(c);
-}
-
-/* The memo of entry `e` of scope `o`'s index, or NULL when out of memory
- * (the caller then computes without one). The cache is logically part of
- * the index, which the analysis otherwise only reads: hence the casts. */
+/* The memo of entry `e` of scope `o`'s index, or NULL when out of memory. */
 static value_memo *memo_of(const scope *o, const value_entry *e)
 {
-    graph_index *gi = (graph_index *)&o->index;
-    trace_cache *c = gi->analysis;
-    if (!c) {
-        c = calloc(1, sizeof *c);
-        value_memo **memo = c ? calloc(gi->n_values ? gi->n_values : 1, sizeof *memo) : NULL;
-        if (!memo) {
-            free(c);
-            return NULL;
-        }
-        *c = (trace_cache){ memo, gi->n_values };
-        gi->analysis = c;
-        gi->analysis_free = trace_cache_free;
-    }
-    size_t at = (size_t)(e - gi->values);
-    if (at >= c->n)
-        return NULL;
-    if (!c->memo[at])
-        c->memo[at] = calloc(1, sizeof *c->memo[at]);
-    return c->memo[at];
-}
-
-/* A finished answer may be reused at `depth` unless the depth bound cut it
- * short and this walk has more room left than the one that computed it. */
-static bool memo_reusable(unsigned char state, bool cut, int computed_at, int depth)
-{
-    return state == MEMO_DONE && (!cut || depth >= computed_at);
-}
-
-/* The node producing `value` as seen from `s`, or NULL. */
-static const Onnx__NodeProto *producer(const scope *s, const char *value, const scope **owner)
-{
-    const scope *o;
-    const value_entry *e = scope_lookup(s, value, &o);
-    if (!e || e->producer < 0)
-        return NULL;
-    if (owner)
-        *owner = o;
-    return o->graph->node[e->producer];
-}
-
-const Onnx__TensorProto *constant_tensor(const scope *s, const char *value)
-{
-    const scope *o;
-    const value_entry *e = scope_lookup(s, value, &o);
-    if (!e || e->graph_input >= 0)
-        return NULL; /* a graph input can be overridden: not a constant */
-    if (e->initializer >= 0)
-        return o->graph->initializer[e->initializer];
-    if (e->producer < 0)
-        return NULL;
-    const Onnx__NodeProto *p = o->graph->node[e->producer];
-    if (!op_is(p, "Constant"))
-        return NULL;
-    const Onnx__AttributeProto *a = node_attr(p, "value");
-    return a ? a->t : NULL;
-}
-
-/* The declarations of a value, in the order they are trusted: graph input,
- * value_info, graph output. Fills `out` and returns how many there are. */
-static size_t declarations(const scope *o, const value_entry *e,
-                           const Onnx__ValueInfoProto *out[3])
-{
-    const Onnx__GraphProto *g = o->graph;
-    size_t n = 0;
-    if (e->graph_input >= 0)
-        out[n++] = g->input[e->graph_input];
-    if (e->value_info >= 0)
-        out[n++] = g->value_info[e->value_info];
-    if (e->graph_output >= 0)
-        out[n++] = g->output[e->graph_output];
-    return n;
-}
-
-/* The declared shape of a value (graph input, value_info or output). */
-static const Onnx__TensorShapeProto *declared_shape(const scope *o, const value_entry *e)
-{
-    const Onnx__ValueInfoProto *decl[3];
-    const Onnx__TensorShapeProto *sh = NULL;
-    for (size_t i = 0, n = declarations(o, e, decl); !sh && i < n; i++)
-        sh = value_info_shape(decl[i]);
-    return sh;
-}
-
-int32_t declared_elem_type(const scope *s, const char *value)
-{
-    const scope *o = NULL;
-    const value_entry *e = scope_lookup(s, value, &o);
-    if (!e) {
-        /* declared in value_info only, e.g. an output of a node elsewhere */
-        e = graph_index_find(&s->index, value);
-        o = s;
-    }
-    if (!e)
-        return 0;
-    const Onnx__GraphProto *g = o->graph;
-    const Onnx__ValueInfoProto *decl[3];
-    int32_t t = 0;
-    for (size_t i = 0, n = declarations(o, e, decl); !t && i < n; i++)
-        t = value_info_elem_type(decl[i]);
-    if (!t && e->initializer >= 0)
-        t = g->initializer[e->initializer]->data_type;
-    return t;
+    return memo_entry(o, e, MEMO_SLOT_STATE, sizeof(value_memo), NULL);
 }
 
 /* ---- initial state ----------------------------------------------------- */
@@ -270,7 +100,7 @@ static void path_describe(const trace_path *path, char *out, size_t size)
  * one-element) index. */
 static bool gather_row(const scope *s, const Onnx__NodeProto *g, int64_t *row)
 {
-    if (!op_is(g, "Gather") || g->n_input < 2 || node_attr_int(g, "axis", 0) != 0)
+    if (!node_op_is(g, "Gather") || g->n_input < 2 || node_attr_int(g, "axis", 0) != 0)
         return false;
     const Onnx__TensorProto *t = scope_tensor_data(s, constant_tensor(s, node_input(g, 1)));
     int64_t *v = NULL;
@@ -287,7 +117,7 @@ static bool gather_row(const scope *s, const Onnx__NodeProto *g, int64_t *row)
  * row of its output is the row of its data input, untouched. */
 static bool scatter_spares_row(const scope *s, const Onnx__NodeProto *sc, int64_t row)
 {
-    if (!op_is(sc, "ScatterND") || !default_domain(sc) || sc->n_input < 3)
+    if (!node_op_is(sc, "ScatterND") || !node_default_domain(sc) || sc->n_input < 3)
         return false;
     const Onnx__TensorProto *t = scope_tensor_data(s, constant_tensor(s, node_input(sc, 1)));
     int64_t *v = NULL;
@@ -370,11 +200,11 @@ static const char *view_chain_input(view_walk *w, const scope *s, const char *va
         if (e->producer < 0)
             return NULL;
         const Onnx__NodeProto *p = o->graph->node[e->producer];
-        if (default_domain(p) && op_is(p, "If") && w->tree) {
+        if (node_default_domain(p) && node_op_is(p, "If") && w->tree) {
             path_push(path, p);
             return view_through_if(w, p, e->producer_slot);
         }
-        if (!default_domain(p) || !op_in(p, view_ops) || p->n_input == 0)
+        if (!node_default_domain(p) || !node_op_in(p, view_ops) || p->n_input == 0)
             return NULL;
         path_push(path, p);
         s = o;
@@ -491,24 +321,24 @@ static void resolve_produced(uniform_memo *m, const scope *o, const Onnx__NodePr
 {
     m->node = p;
     m->blocker = p;
-    if (!default_domain(p))
+    if (!node_default_domain(p))
         return;
-    if (op_is(p, "Constant")) {
+    if (node_op_is(p, "Constant")) {
         m->ok = constant_node_uniform(p, &m->u);
-    } else if (op_is(p, "ConstantOfShape")) {
+    } else if (node_op_is(p, "ConstantOfShape")) {
         m->ok = constant_of_shape_uniform(p, &m->u);
     } else if (p->n_input == 0) {
         return;
-    } else if (op_in(p, uniform_keeping_ops)) {
+    } else if (node_op_in(p, uniform_keeping_ops)) {
         const uniform_memo *in = resolve_uniform(o, str_or_empty(p->input[0]), depth + 1);
         m->ok = in->ok;
         m->cut = in->cut;
         m->u = in->u;
         m->from = in->ok ? in : NULL;
         m->blocker = in->blocker ? in->blocker : p;
-    } else if (op_is(p, "Cast")) {
+    } else if (node_op_is(p, "Cast")) {
         resolve_cast(m, o, p, depth);
-    } else if (op_is(p, "Concat")) {
+    } else if (node_op_is(p, "Concat")) {
         resolve_concat(m, o, p, depth);
     }
 }
@@ -556,7 +386,7 @@ static void uniform_path(const uniform_memo *m, trace_path *path)
 /* Case d: the slot is an Expand whose data is a constant. */
 static bool classify_expand(const scope *s, const Onnx__NodeProto *p, state_source *out)
 {
-    if (!p || !op_is(p, "Expand") || !default_domain(p) || p->n_input != 2)
+    if (!p || !node_op_is(p, "Expand") || !node_default_domain(p) || p->n_input != 2)
         return false;
     const Onnx__TensorProto *data =
         scope_tensor_data(s, constant_tensor(s, str_or_empty(p->input[0])));
@@ -564,7 +394,7 @@ static bool classify_expand(const scope *s, const Onnx__NodeProto *p, state_sour
         return false;
     trace_path path = { .n = 0 };
     path_push(&path, p);
-    const Onnx__NodeProto *src = producer(s, str_or_empty(p->input[0]), NULL);
+    const Onnx__NodeProto *src = value_producer(s, str_or_empty(p->input[0]), NULL);
     if (src)
         path_push(&path, src);
     path_describe(&path, out->chain, sizeof out->chain);
@@ -585,7 +415,7 @@ static bool classify_expand(const scope *s, const Onnx__NodeProto *p, state_sour
 static bool classify_constant(const scope *s, const char *value, state_source *out)
 {
     const scope *o = s;
-    const Onnx__NodeProto *p = producer(s, value, &o);
+    const Onnx__NodeProto *p = value_producer(s, value, &o);
     if (classify_expand(o, p, out))
         return true;
     trace_path path = { .n = 0 };
@@ -602,7 +432,7 @@ static bool classify_constant(const scope *s, const char *value, state_source *o
     }
     const Onnx__NodeProto *blocker = m->blocker ? m->blocker : p;
     const Onnx__TensorProto *t = constant_tensor(s, value);
-    if (t && p && op_is(p, "Constant")) {
+    if (t && p && node_op_is(p, "Constant")) {
         /* a Constant of any value: it serves as the default if its shape fits */
         out->kind = SOURCE_CONSTANT;
         out->node = p;
@@ -666,7 +496,7 @@ static bool leave_branch(const scope *s, const value_entry *e, reach *next)
     if (!s->parent || s->in_loop)
         return false;
     const Onnx__NodeProto *node = s->parent->graph->node[s->parent_node];
-    if (!op_is(node, "If") || (size_t)e->graph_output >= node->n_output)
+    if (!node_op_is(node, "If") || (size_t)e->graph_output >= node->n_output)
         return false;
     next->sc = s->parent;
     next->value = str_or_empty(node->output[e->graph_output]);
@@ -690,7 +520,7 @@ static const char *reach_through_consumers(reach_walk *w, const scope *s, const 
 {
     for (size_t c = e->n_consumers; c-- > 0;) {
         const Onnx__NodeProto *n = s->graph->node[e->consumers[c]];
-        if (!default_domain(n) || !op_in(n, data_movement_ops))
+        if (!node_default_domain(n) || !node_op_in(n, data_movement_ops))
             continue;
         for (size_t o = n->n_output; o-- > 0;) {
             const char *r = *str_or_empty(n->output[o])
@@ -796,468 +626,3 @@ const char *trace_final_state(const scope_tree *tree, const scope *s, const char
     return NULL;
 }
 
-/* ---- shapes ------------------------------------------------------------ */
-
-/* Ops whose output has input 0's shape. */
-static const char *const same_shape_ops[] = {
-    "Identity", "Cast", "Dropout", "Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Sigmoid",
-    "HardSigmoid", "Tanh", "Softplus", "Softsign", "Abs", "Neg", "Exp", "Log", "Sqrt",
-    "Reciprocal", "Clip", "Erf", "Gelu", "HardSwish", "Softmax", "LogSoftmax", "Not", "Floor",
-    "Ceil", "Round", "Sign", "Sin", "Cos", "LayerNormalization", "BatchNormalization",
-    "InstanceNormalization", "QuantizeLinear", "DequantizeLinear", NULL
-};
-static const char *const broadcast_ops[] = { "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
-                                             "Sum", "Mean", "Where", NULL };
-/* Ops on [N, C, spatial...] whose output keeps input 0's rank and batch N
- * (axis 0); the other axes change. */
-static const char *const batch_keeping_ops[] = { "Conv", "ConvTranspose", "ConvInteger",
-                                                 "MaxPool", "AveragePool", "LpPool",
-                                                 "GlobalAveragePool", "GlobalMaxPool",
-                                                 "GlobalLpPool", NULL };
-/* Ops that reduce the axes in their "axes" attribute or input 1 (all of them
- * when absent), keeping them as 1 unless keepdims is 0. */
-static const char *const reduce_ops[] = { "ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum",
-                                          "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-                                          "ReduceLogSumExp", "ReduceSumSquare", NULL };
-
-typedef struct shape_query {
-    bool cut; /* an answer was cut short by MAX_TRACE_DEPTH */
-    /* trace_axis_to_input: walk past declared shapes to a main-graph input,
-     * and record which of its axes the traced dimension is. Those walks are
-     * not memoized (their answer is not a dimension); a step budget bounds
-     * each. */
-    bool to_input;
-    int budget;
-    const char *input;
-    int64_t input_axis;
-} shape_query;
-
-static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int depth);
-static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int64_t axis,
-                         int depth, dim_info *out);
-
-/* A list of int64 from an attribute, or from a constant input. */
-static bool int_list(const scope *s, const Onnx__NodeProto *p, const char *attr, size_t input,
-                     int64_t **vals, size_t *n)
-{
-    const Onnx__AttributeProto *a = *attr ? node_attr(p, attr) : NULL;
-    if (a && a->n_ints) {
-        *vals = malloc(a->n_ints * sizeof **vals);
-        if (!*vals)
-            return false;
-        memcpy(*vals, a->ints, a->n_ints * sizeof **vals);
-        *n = a->n_ints;
-        return true;
-    }
-    const Onnx__TensorProto *t =
-        input < p->n_input ? constant_tensor(s, str_or_empty(p->input[input])) : NULL;
-    t = scope_tensor_data(s, t);
-    return t && tensor_read_int64s(t, vals, n);
-}
-
-/* The producer of `value` for a shape query (within the default domain, or
- * a recurrent node). */
-static const Onnx__NodeProto *shape_producer(const scope *s, const char *value,
-                                             const scope **owner, int *slot)
-{
-    const value_entry *e = scope_lookup(s, value, owner);
-    if (!e || e->producer < 0)
-        return NULL;
-    const Onnx__NodeProto *p = (*owner)->graph->node[e->producer];
-    *slot = e->producer_slot;
-    return default_domain(p) || recurrent_op_of(p) ? p : NULL;
-}
-
-static int64_t rank_of_broadcast(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                                 int depth)
-{
-    int64_t rank = -1;
-    for (size_t i = 0; i < p->n_input; i++) {
-        int64_t r = infer_rank(q, s, str_or_empty(p->input[i]), depth + 1);
-        if (r < 0)
-            return -1;
-        rank = r > rank ? r : rank;
-    }
-    return rank;
-}
-
-static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
-                            const scope *o, const value_entry *e, int depth)
-{
-    const Onnx__TensorShapeProto *sh = declared_shape(o, e);
-    if (sh)
-        return (int64_t)sh->n_dim;
-    const Onnx__TensorProto *t = constant_tensor(s, value);
-    if (t)
-        return (int64_t)t->n_dims;
-    int slot;
-    const Onnx__NodeProto *p = shape_producer(s, value, &o, &slot);
-    if (!p || p->n_input == 0)
-        return -1;
-    const char *in0 = str_or_empty(p->input[0]);
-    if (recurrent_op_of(p))
-        return slot == 0 ? 4 : 3;
-    if (op_in(p, same_shape_ops) || op_is(p, "Transpose") || op_is(p, "Concat") ||
-        op_is(p, "Slice") || op_in(p, batch_keeping_ops))
-        return infer_rank(q, o, in0, depth + 1);
-    if (op_is(p, "MatMul") || op_in(p, broadcast_ops))
-        return rank_of_broadcast(q, o, p, depth);
-    if (op_is(p, "Gemm"))
-        return 2;
-    int64_t *vals = NULL, rank = -1;
-    size_t n = 0;
-    if (op_in(p, reduce_ops) && node_attr_int(p, "keepdims", 1) != 0) {
-        rank = infer_rank(q, o, in0, depth + 1);
-    } else if (op_in(p, reduce_ops) && int_list(o, p, "axes", 1, &vals, &n)) {
-        int64_t r = infer_rank(q, o, in0, depth + 1);
-        rank = r >= (int64_t)n ? r - (int64_t)n : -1;
-    } else if ((op_is(p, "Squeeze") || op_is(p, "Unsqueeze")) &&
-               int_list(o, p, "axes", 1, &vals, &n)) {
-        int64_t r = infer_rank(q, o, in0, depth + 1);
-        if (r >= 0)
-            rank = op_is(p, "Squeeze") ? r - (int64_t)n : r + (int64_t)n;
-    } else if (op_is(p, "Reshape") && p->n_input > 1) {
-        const Onnx__TensorProto *shape = constant_tensor(o, str_or_empty(p->input[1]));
-        if (shape && shape->n_dims == 1)
-            rank = shape->dims[0];
-    }
-    free(vals);
-    return rank;
-}
-
-/* The rank of `value`, or -1 when unknown; memoized. */
-static int64_t infer_rank(shape_query *q, const scope *s, const char *value, int depth)
-{
-    const scope *o;
-    const value_entry *e = scope_lookup(s, value, &o);
-    if (!e)
-        return -1;
-    if (depth > MAX_TRACE_DEPTH) {
-        q->cut = true;
-        return -1;
-    }
-    value_memo *vm = memo_of(o, e);
-    rank_memo *m = vm ? &vm->rank : NULL;
-    if (m && m->state == MEMO_BUSY)
-        return -1; /* a cycle */
-    if (m && memo_reusable(m->state, m->cut, m->depth, depth)) {
-        q->cut |= m->cut;
-        return m->rank;
-    }
-    if (m)
-        m->state = MEMO_BUSY;
-    bool outer_cut = q->cut;
-    q->cut = false;
-    int64_t rank = compute_rank(q, s, value, o, e, depth);
-    if (m)
-        *m = (rank_memo){ .state = MEMO_DONE, .cut = q->cut, .depth = depth, .rank = rank };
-    q->cut |= outer_cut;
-    return rank;
-}
-
-/* Squeeze, Unsqueeze and reductions: the rank of input 0 and the axes
- * (attribute or input 1), or false when either is unknown. */
-static bool rank_and_axes(shape_query *q, const scope *s, const Onnx__NodeProto *p, int depth,
-                          int64_t *rank, int64_t **axes, size_t *n)
-{
-    *axes = NULL;
-    *n = 0;
-    *rank = infer_rank(q, s, str_or_empty(p->input[0]), depth + 1);
-    return *rank >= 0 && int_list(s, p, "axes", 1, axes, n);
-}
-
-/* Squeeze and reductions: output axis `axis` is the axis-th input axis not
- * in the node's axes, or with `keep` (a reduction's keepdims) the input's
- * same axis, 1 where it is reduced. No axes: unknown here (Squeeze removes
- * every 1, a reduction every axis). */
-static bool through_removed_axes(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                                 bool keep, int64_t axis, int depth, dim_info *out)
-{
-    const char *in0 = str_or_empty(p->input[0]);
-    int64_t *axes, r;
-    size_t n;
-    if (!rank_and_axes(q, s, p, depth, &r, &axes, &n))
-        return true;
-    int64_t kept = -1, in_axis = -1;
-    for (int64_t i = 0; i < r && in_axis < 0; i++) {
-        bool removed = false;
-        for (size_t k = 0; k < n; k++)
-            removed |= (axes[k] < 0 ? axes[k] + r : axes[k]) == i;
-        if (keep && i == axis && removed) {
-            out->known = true;
-            out->value = 1;
-            break;
-        }
-        if (keep ? i == axis : !removed && ++kept == axis)
-            in_axis = i;
-    }
-    free(axes);
-    return in_axis < 0 || infer_dim_at(q, s, in0, in_axis, depth + 1, out);
-}
-
-static bool through_unsqueeze(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                              int64_t axis, int depth, dim_info *out)
-{
-    const char *in0 = str_or_empty(p->input[0]);
-    int64_t *axes, r;
-    size_t n;
-    if (!rank_and_axes(q, s, p, depth, &r, &axes, &n))
-        return true;
-    int64_t out_rank = r + (int64_t)n, before = 0;
-    bool inserted = false;
-    for (size_t k = 0; k < n; k++) {
-        int64_t a = axes[k] < 0 ? axes[k] + out_rank : axes[k];
-        inserted |= a == axis;
-        before += a < axis;
-    }
-    free(axes);
-    if (inserted) {
-        out->known = true;
-        out->value = 1;
-        return true;
-    }
-    return infer_dim_at(q, s, in0, axis - before, depth + 1, out);
-}
-
-static bool through_transpose(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                              int64_t axis, int depth, dim_info *out)
-{
-    const char *in0 = str_or_empty(p->input[0]);
-    const Onnx__AttributeProto *perm = node_attr(p, "perm");
-    if (perm && perm->n_ints)
-        return (size_t)axis >= perm->n_ints ||
-               infer_dim_at(q, s, in0, perm->ints[axis], depth + 1, out);
-    int64_t r = infer_rank(q, s, in0, depth + 1); /* no perm: axes reversed */
-    return r < 0 || infer_dim_at(q, s, in0, r - 1 - axis, depth + 1, out);
-}
-
-static bool through_reshape(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                            int64_t axis, int depth, dim_info *out)
-{
-    int64_t *shape = NULL;
-    size_t n = 0;
-    if (p->n_input < 2 || !int_list(s, p, "", 1, &shape, &n) || (size_t)axis >= n) {
-        free(shape);
-        return true;
-    }
-    int64_t want = shape[axis];
-    free(shape);
-    if (want > 0) {
-        out->known = true;
-        out->value = want;
-        return true;
-    }
-    /* 0 copies the input's dimension (unless allowzero is set) */
-    if (want == 0 && node_attr_int(p, "allowzero", 0) == 0)
-        return infer_dim_at(q, s, str_or_empty(p->input[0]), axis, depth + 1, out);
-    return true;
-}
-
-/* Recurrent outputs: Y is [T, D, B, H] (layout 0) or [B, T, D, H] (layout 1);
- * Y_h and Y_c are [D, B, H] or [B, D, H]. Only X-derived dims are traced. */
-static bool through_recurrent(shape_query *q, const scope *s, const Onnx__NodeProto *p, int slot,
-                              int64_t axis, int depth, dim_info *out)
-{
-    const char *x = str_or_empty(p->input[0]);
-    bool batch_first = node_attr_int(p, "layout", 0) == 1;
-    int64_t x_axis = -1;
-    if (slot == 0)
-        x_axis = batch_first ? (axis <= 1 ? axis : -1) : (axis == 0 ? 0 : axis == 2 ? 1 : -1);
-    else
-        x_axis = (batch_first ? axis == 0 : axis == 1) ? (batch_first ? 0 : 1) : -1;
-    return x_axis < 0 || infer_dim_at(q, s, x, x_axis, depth + 1, out);
-}
-
-/* For a broadcasting op: an operand of the output's rank whose dimension is
- * a name or larger than 1 gives the output's (the others are equal or 1);
- * one where every operand has 1 is 1. Constants count like the others. */
-static bool through_broadcast(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                              int64_t axis, int depth, dim_info *out)
-{
-    int64_t out_rank = rank_of_broadcast(q, s, p, depth);
-    if (out_rank < 0)
-        return true;
-    size_t ones = 0, operands = 0;
-    for (size_t i = 0; i < p->n_input; i++) {
-        const char *in = str_or_empty(p->input[i]);
-        int64_t r = infer_rank(q, s, in, depth + 1);
-        int64_t in_axis = axis - (out_rank - r);
-        operands++;
-        if (r < 0)
-            return true;
-        if (in_axis < 0) { /* the operand is broadcast along this axis */
-            ones++;
-            continue;
-        }
-        dim_info d = { 0 };
-        if (!infer_dim_at(q, s, in, in_axis, depth + 1, &d))
-            return false;
-        if (d.known && (d.param || d.value != 1)) {
-            *out = d;
-            return true;
-        }
-        ones += d.known;
-        dim_info_clear(&d);
-    }
-    if (operands && ones == operands) {
-        out->known = true;
-        out->value = 1;
-    }
-    return true;
-}
-
-static bool through_matmul(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                           const char *value, int64_t axis, int depth, dim_info *out)
-{
-    /* every axis but the last comes from A (Gemm: unless transA) */
-    const char *in0 = str_or_empty(p->input[0]);
-    int64_t r = infer_rank(q, s, value, depth + 1);
-    if (r < 1 || axis >= r - 1 || node_attr_int(p, "transA", 0) != 0 ||
-        infer_rank(q, s, in0, depth + 1) != r)
-        return true;
-    return infer_dim_at(q, s, in0, axis, depth + 1, out);
-}
-
-static bool through_producer(shape_query *q, const scope *s, const char *value, int64_t axis,
-                             int depth, dim_info *out)
-{
-    const scope *o;
-    int slot;
-    const Onnx__NodeProto *p = shape_producer(s, value, &o, &slot);
-    if (!p || p->n_input == 0)
-        return true;
-    const char *in0 = str_or_empty(p->input[0]);
-    if (recurrent_op_of(p))
-        return through_recurrent(q, o, p, slot, axis, depth, out);
-    if (op_in(p, same_shape_ops))
-        return infer_dim_at(q, o, in0, axis, depth + 1, out);
-    if (op_in(p, batch_keeping_ops))
-        return axis != 0 || infer_dim_at(q, o, in0, 0, depth + 1, out);
-    if (op_in(p, reduce_ops))
-        return through_removed_axes(q, o, p, node_attr_int(p, "keepdims", 1) != 0, axis, depth,
-                                    out);
-    if (op_is(p, "Squeeze"))
-        return through_removed_axes(q, o, p, false, axis, depth, out);
-    if (op_is(p, "Unsqueeze"))
-        return through_unsqueeze(q, o, p, axis, depth, out);
-    if (op_is(p, "Transpose"))
-        return through_transpose(q, o, p, axis, depth, out);
-    if (op_is(p, "Reshape"))
-        return through_reshape(q, o, p, axis, depth, out);
-    if (op_is(p, "MatMul") || op_is(p, "Gemm"))
-        return through_matmul(q, o, p, value, axis, depth, out);
-    if (op_in(p, broadcast_ops))
-        return through_broadcast(q, o, p, axis, depth, out);
-    if (op_is(p, "Concat")) {
-        int64_t r = infer_rank(q, o, in0, depth + 1), c = node_attr_int(p, "axis", 0);
-        if (r < 0 || (c < 0 ? c + r : c) == axis)
-            return true;
-        return infer_dim_at(q, o, in0, axis, depth + 1, out);
-    }
-    return true;
-}
-
-/* Dimension `axis` of `value` (entry e of scope o) into *out (cleared);
- * false when out of memory. */
-static bool compute_dim(shape_query *q, const scope *s, const char *value, const scope *o,
-                        const value_entry *e, int64_t axis, int depth, dim_info *out)
-{
-    const Onnx__TensorShapeProto *sh = declared_shape(o, e);
-    if (sh && (size_t)axis < sh->n_dim) {
-        const Onnx__TensorShapeProto__Dimension *d = sh->dim[axis];
-        dim_from_proto(d, out);
-        if (out->known)
-            return true;
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-            d->dim_param && d->dim_param[0])
-            return false; /* strdup failed */
-    }
-    const Onnx__TensorProto *t = constant_tensor(s, value);
-    if (t) {
-        if ((size_t)axis < t->n_dims && t->dims[axis] >= 0) {
-            out->known = true;
-            out->value = t->dims[axis];
-        }
-        return true;
-    }
-    return through_producer(q, s, value, axis, depth, out);
-}
-
-static bool dim_copy(dim_info *to, const dim_info *from)
-{
-    dim_info_clear(to);
-    *to = *from;
-    to->param = NULL;
-    return !from->param || (to->param = strdup(from->param)) != NULL;
-}
-
-/* trace_axis_to_input's step: a main-graph input ends the walk, anything
- * else is followed through its producer. */
-static bool walk_to_input(shape_query *q, const scope *s, const char *value, const scope *o,
-                          const value_entry *e, int64_t axis, int depth, dim_info *out)
-{
-    if (--q->budget <= 0)
-        return true;
-    if (o->parent == NULL && e->graph_input >= 0 && e->initializer < 0) {
-        q->input = e->name;
-        q->input_axis = axis;
-        return true;
-    }
-    return through_producer(q, s, value, axis, depth, out);
-}
-
-/* Dimension `axis` of `value` into *out, which holds nothing known yet;
- * memoized for the first MEMO_AXES axes. False when out of memory. */
-static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int64_t axis,
-                         int depth, dim_info *out)
-{
-    const scope *o;
-    const value_entry *e = scope_lookup(s, value, &o);
-    if (!e || axis < 0)
-        return true;
-    if (depth > MAX_TRACE_DEPTH) {
-        q->cut = true;
-        return true;
-    }
-    if (q->to_input)
-        return walk_to_input(q, s, value, o, e, axis, depth, out);
-    value_memo *vm = axis < MEMO_AXES ? memo_of(o, e) : NULL;
-    dim_memo *m = vm ? &vm->dims[axis] : NULL;
-    if (m && m->state == MEMO_BUSY)
-        return true; /* a cycle */
-    if (m && memo_reusable(m->state, m->cut, m->depth, depth)) {
-        q->cut |= m->cut;
-        return dim_copy(out, &m->dim);
-    }
-    if (!m)
-        return compute_dim(q, s, value, o, e, axis, depth, out);
-    dim_info_clear(&m->dim);
-    m->state = MEMO_BUSY;
-    bool outer_cut = q->cut;
-    q->cut = false;
-    bool ok = compute_dim(q, s, value, o, e, axis, depth, out);
-    m->cut = q->cut;
-    m->depth = depth;
-    q->cut |= outer_cut;
-    m->state = ok && dim_copy(&m->dim, out) ? MEMO_DONE : MEMO_NONE;
-    return ok && m->state == MEMO_DONE;
-}
-
-bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const char **input,
-                         int64_t *input_axis)
-{
-    shape_query q = { .to_input = true, .budget = 10000 };
-    dim_info unused = { 0 };
-    bool ok = infer_dim_at(&q, s, value, axis, 0, &unused);
-    dim_info_clear(&unused);
-    *input = ok ? q.input : NULL;
-    *input_axis = ok && q.input ? q.input_axis : -1;
-    return ok;
-}
-
-bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out)
-{
-    shape_query q = { .cut = false };
-    dim_info_clear(out);
-    return infer_dim_at(&q, s, value, axis, 0, out);
-}

@@ -2,7 +2,7 @@
  * final state goes, and what shape the state has. Read-only analysis; values
  * are looked up through enclosing scopes, so a node inside an If branch is
  * traced into the graphs around it. The state pass decides what to do with
- * the answers.
+ * the answers. Shapes, types and constants: analysis/shape.h.
  *
  * The sources correspond to the cases of the state pass:
  *   a. ABSENT          the slot is empty
@@ -20,12 +20,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "analysis/shape.h"
 #include "onnx_build.h"
 #include "recurrent_ops.h"
 #include "scope.h"
-
-/* Walks back from a value follow at most this many nodes. */
-#define MAX_TRACE_DEPTH 64
 
 typedef enum state_source_kind {
     SOURCE_ABSENT,
@@ -63,29 +61,5 @@ bool trace_initial_state(const scope_tree *tree, const scope *s, const char *val
  * value itself must become that output. */
 const char *trace_final_state(const scope_tree *tree, const scope *s, const char *value,
                               bool direct);
-
-/* Infers dimension `axis` of `value` from declared shapes and, where the value
- * carries none (intermediate values usually don't), from its producers:
- * shape-preserving ops, Transpose, Squeeze, Unsqueeze, Reshape, MatMul, Gemm,
- * broadcasts with constants, and the outputs of recurrent nodes. out->known is
- * false when it cannot be known. Returns false only when out of memory. */
-bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out);
-
-/* The axis of a main-graph input that dimension `axis` of `value` is,
- * traced back through the ops infer_dim() follows (past declared shapes, and
- * out of subgraphs to the values they read from enclosing graphs): *input
- * names the input (a string of the graph) and *input_axis its axis, or
- * *input is NULL when the trace ends elsewhere (a Reshape that builds the
- * dimension, an op it does not follow, a constant). Returns false only when
- * out of memory. */
-bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const char **input,
-                         int64_t *input_axis);
-
-/* The declared element type of a value, or 0. */
-int32_t declared_elem_type(const scope *s, const char *value);
-
-/* The tensor of a value that is an initializer (not overridable as an input)
- * or a Constant's output, or NULL. */
-const Onnx__TensorProto *constant_tensor(const scope *s, const char *value);
 
 #endif

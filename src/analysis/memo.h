@@ -1,0 +1,52 @@
+/* analysis/memo: answers of graph analyses kept per value of a graph index.
+ *
+ * An analysis (shapes, state tracing, the stream analysis) walks the graph
+ * back or forward from a value; answering each value once per index keeps
+ * every analysis linear in the size of the graphs whatever their shape (a
+ * chain of Concat(c, c) nodes, which a plain walk visits 2^N times, is walked
+ * once). Each analysis owns one slot of every index (graph_index.memo[]):
+ * a table with one entry per value, allocated when first asked for, so an
+ * index costs one pointer per value and an entry per value actually visited.
+ * The tables are freed with the index, so an answer never outlives the graph
+ * it describes.
+ *
+ * Recursive walks are bounded by MAX_TRACE_DEPTH steps. An answer cut short
+ * by that bound records it (`cut`) and the depth it was computed at; it is
+ * computed again only when the value is reached nearer the start of a walk,
+ * so each value is computed at most MAX_TRACE_DEPTH times and answers do not
+ * depend on the order of the queries. A value met again while its own answer
+ * is being computed (MEMO_BUSY: a cycle, in an invalid graph) is "not
+ * known". */
+#ifndef RNNSTATE_ANALYSIS_MEMO_H
+#define RNNSTATE_ANALYSIS_MEMO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "scope.h"
+
+/* Walks back from a value follow at most this many nodes. */
+#define MAX_TRACE_DEPTH 64
+
+typedef enum memo_state { MEMO_NONE, MEMO_BUSY, MEMO_DONE } memo_state;
+
+/* A finished answer may be reused at `depth` unless the depth bound cut it
+ * short and this walk has more room left than the one that computed it. */
+static inline bool memo_reusable(unsigned char state, bool cut, int computed_at, int depth)
+{
+    return state == MEMO_DONE && (!cut || depth >= computed_at);
+}
+
+/* Frees what one entry owns (not the entry itself); NULL when nothing. */
+typedef void (*memo_entry_clear)(void *entry);
+
+/* The zeroed-on-first-use entry of `entry_size` bytes for value `e` of scope
+ * `o`'s index, in the table of slot `slot` (one of graph_index_memo_slot);
+ * every call for a slot passes the same size and clear function. NULL when
+ * out of memory: the caller then computes its answer without a memo (and
+ * must give the same answer). The table is logically part of the index,
+ * which the analyses otherwise only read. */
+void *memo_entry(const scope *o, const value_entry *e, int slot, size_t entry_size,
+                 memo_entry_clear clear);
+
+#endif
