@@ -258,6 +258,14 @@ typedef enum rnnstate_state_inputs {
     RNNSTATE_STATE_INPUTS_REQUIRED
 } rnnstate_state_inputs;
 
+/* The sequence axis of the recurrent nodes' X, traced back to an axis of a
+ * graph input (or declared in rnnstate_options): the axis along which a
+ * caller cuts the sequence into chunks. */
+typedef struct rnnstate_time_axis {
+    const char *input;
+    size_t axis;
+} rnnstate_time_axis;
+
 typedef struct rnnstate_options {
     size_t struct_size; /* set by rnnstate_options_init(), see "Options structs" */
     rnnstate_state_inputs state_inputs; /* default: RNNSTATE_STATE_INPUTS_OPTIONAL */
@@ -279,6 +287,19 @@ typedef struct rnnstate_options {
      * exposed in the layout-0 shape [num_directions, batch, hidden].
      * Default: false. */
     bool to_layout0;
+    /* Time axes of graph inputs the caller declares ({input, axis}; borrowed
+     * for the duration of the call), added to those found by tracing the
+     * recurrent nodes' sequence axes back to the inputs. An input whose
+     * dimension at a declared axis has the same symbolic name as the declared
+     * one's follows. Needed for a model without recurrent nodes (a TCN).
+     * Default: none. */
+    size_t n_time_axes;
+    const rnnstate_time_axis *time_axes;
+    /* Give each causal convolution or pool along time a context cache (a
+     * state pair of kind RNNSTATE_PAIR_CONTEXT) so that the model streams
+     * exactly; false keeps the recurrent state only (such nodes then block
+     * exact streaming). Default: true. */
+    bool context_caches;
 } rnnstate_options;
 
 #define RNNSTATE_DEFAULT_NAME_TEMPLATE "{op}_{k}_{slot}"
@@ -297,6 +318,11 @@ RNNSTATE_API bool rnnstate_name_template_valid(const char *name_template);
  * (rnnstate_time_axis) as JSON: [{"input": "x", "axis": 1}]; written with
  * RNNSTATE_METADATA_KEY, on every rewritten or annotated model. */
 #define RNNSTATE_TIME_METADATA_KEY "rnnstate.time"
+/* The metadata_props key under which a model states whether it streams
+ * exactly, as JSON: {"verdict": "exact" | "none" | "unknown",
+ * "chunk_multiple": K, "blockers": [{"graph", "op", "name", "reason"}]};
+ * written with RNNSTATE_TIME_METADATA_KEY when the model was analysed. */
+#define RNNSTATE_STREAM_METADATA_KEY "rnnstate.stream"
 
 /* Fills `options` with the defaults and sets its struct_size. */
 RNNSTATE_API void rnnstate_options_init(rnnstate_options *options);
@@ -316,6 +342,13 @@ typedef struct rnnstate_dim {
     const char *param; /* symbolic dimension name, or NULL */
 } rnnstate_dim;
 
+/* What a state pair carries from one call to the next. */
+typedef enum rnnstate_pair_kind {
+    RNNSTATE_PAIR_RECURRENT = 0, /* a recurrent node's hidden (or cell) state */
+    RNNSTATE_PAIR_CONTEXT        /* the last frames a causal convolution or pool reads
+                                  * again at the next call (a context cache) */
+} rnnstate_pair_kind;
+
 /* A state input and the output that carries its next value. */
 typedef struct rnnstate_state_pair {
     const char *input;
@@ -327,6 +360,7 @@ typedef struct rnnstate_state_pair {
     bool added;         /* the rewrite created this pair (false: the model had it) */
     int batch_axis;     /* the axis of `shape` that is the batch, or -1 when no axis
                          * is known to be (a packed cache, a fixed batch of views) */
+    rnnstate_pair_kind kind;
 } rnnstate_state_pair;
 
 typedef struct rnnstate_node_report {
@@ -348,12 +382,25 @@ typedef struct rnnstate_node_report {
     int64_t fixed_sequence_length;
 } rnnstate_node_report;
 
-/* The sequence axis of the recurrent nodes' X, traced back to an axis of a
- * graph input: the axis along which a caller cuts the sequence into chunks. */
-typedef struct rnnstate_time_axis {
-    const char *input;
-    size_t axis;
-} rnnstate_time_axis;
+
+/* Whether feeding every state pair back streams the model exactly. */
+typedef enum rnnstate_stream_verdict {
+    RNNSTATE_STREAM_NOT_ANALYSED = 0, /* no recurrent node and no time axis given */
+    /* chunks whose length along the time axes is a multiple of chunk_multiple,
+     * with every state pair fed back, give the whole-sequence outputs */
+    RNNSTATE_STREAM_EXACT,
+    RNNSTATE_STREAM_NONE,   /* it cannot: the blockers say where and why */
+    RNNSTATE_STREAM_UNKNOWN /* the analysis met what it does not know (the blockers) */
+} rnnstate_stream_verdict;
+
+/* A node that keeps the model from streaming exactly, and why, in words
+ * ("looks 1 frame ahead: pads 1,1 along time"). */
+typedef struct rnnstate_stream_blocker {
+    const char *graph; /* "main" for the top-level graph */
+    const char *op;
+    const char *name;
+    const char *reason;
+} rnnstate_stream_blocker;
 
 typedef struct rnnstate_report {
     bool changed;       /* the rewrite modified the graph (status rewritten) */
@@ -369,6 +416,12 @@ typedef struct rnnstate_report {
     const rnnstate_time_axis *time_axes;
     bool annotated;     /* only the state pairs and time axes were recorded in the
                          * metadata (status annotated): the graph is as it was */
+    /* Streaming: the verdict, the chunk length every chunk must be a multiple
+     * of (1 when any length streams), and what blocks it. */
+    rnnstate_stream_verdict stream_verdict;
+    size_t chunk_multiple;
+    size_t n_blockers;
+    const rnnstate_stream_blocker *blockers;
 } rnnstate_report;
 
 /* Rewrites `model` in place. `options` may be NULL for the defaults. On

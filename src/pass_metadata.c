@@ -3,7 +3,9 @@
  * OpenVINO's MakeStateful transformation, which takes the same input -> output
  * map) can find them without a report, and the time axes under
  * RNNSTATE_TIME_METADATA_KEY (a list of {"input", "axis"}; empty when no
- * recurrent node's sequence axis traces back to a graph input). A model the
+ * recurrent node's sequence axis traces back to a graph input), and whether
+ * it streams exactly under RNNSTATE_STREAM_METADATA_KEY (when it was
+ * analysed). A model the
  * rewrite changed gets both entries, and so does every model with state pairs,
  * an already-stateful one too (it is then "annotated"). An entry that already
  * says the same is left alone, so a second run changes nothing and a model
@@ -40,6 +42,13 @@ static char *time_axes_json(const rnnstate_report *r)
 {
     strbuf sb = STRBUF_INIT;
     report_time_axes_json(&sb, r);
+    return detach_json(&sb);
+}
+
+static char *stream_json(const rnnstate_report *r)
+{
+    strbuf sb = STRBUF_INIT;
+    report_stream_json(&sb, r);
     return detach_json(&sb);
 }
 
@@ -89,7 +98,9 @@ rnnstate_status pass_metadata(rewrite_ctx *ctx)
         return RNNSTATE_OK;
     bool written = false;
     if (!set_metadata(ctx->model, RNNSTATE_METADATA_KEY, pairs_json(r), &written) ||
-        !set_metadata(ctx->model, RNNSTATE_TIME_METADATA_KEY, time_axes_json(r), &written))
+        !set_metadata(ctx->model, RNNSTATE_TIME_METADATA_KEY, time_axes_json(r), &written) ||
+        (r->stream_verdict != RNNSTATE_STREAM_NOT_ANALYSED &&
+         !set_metadata(ctx->model, RNNSTATE_STREAM_METADATA_KEY, stream_json(r), &written)))
         return ctx_oom(ctx);
     ctx->annotated = written && !ctx->changed;
     return RNNSTATE_OK;

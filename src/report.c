@@ -199,7 +199,7 @@ static void pair_free(rnnstate_state_pair *p)
 
 void report_add_pair(report_builder *rb, const char *input, const char *output,
                      const dim_info *dims, size_t rank, int32_t elem_type, int batch_axis,
-                     bool optional, bool added)
+                     bool optional, bool added, rnnstate_pair_kind kind)
 {
     rnnstate_report *r = rb->report;
     strbuf key = STRBUF_INIT;
@@ -219,7 +219,7 @@ void report_add_pair(report_builder *rb, const char *input, const char *output,
     rnnstate_state_pair p = { .input = strdup(input), .output = strdup(output), .rank = rank,
                               .dtype = dtype_name(elem_type), .batch_axis = batch_axis,
                               .optional = optional,
-                              .added = added };
+                              .added = added, .kind = kind };
     rnnstate_dim *shape = calloc(rank ? rank : 1, sizeof *shape);
     p.shape = shape;
     bool ok = p.input && p.output && shape;
@@ -255,6 +255,39 @@ void report_add_time_axis(report_builder *rb, const char *input, size_t axis)
     grown[r->n_time_axes++] = (rnnstate_time_axis){ .input = copy, .axis = axis };
 }
 
+void report_set_stream(report_builder *rb, rnnstate_stream_verdict verdict, size_t chunk_multiple)
+{
+    rb->report->stream_verdict = verdict;
+    rb->report->chunk_multiple = chunk_multiple;
+}
+
+static void blocker_free(rnnstate_stream_blocker *b)
+{
+    free((char *)b->graph);
+    free((char *)b->op);
+    free((char *)b->name);
+    free((char *)b->reason);
+}
+
+void report_add_blocker(report_builder *rb, const char *graph, const char *op, const char *name,
+                        const char *fmt, ...)
+{
+    FORMAT_INTO(reason, fmt);
+    rnnstate_report *r = rb->report;
+    rnnstate_stream_blocker b = { strdup(graph), strdup(op), strdup(name), reason };
+    rnnstate_stream_blocker *grown =
+        b.graph && b.op && b.name && b.reason
+            ? owned_array_grow((void *)r->blockers, r->n_blockers, sizeof *grown)
+            : NULL;
+    if (!grown) {
+        blocker_free(&b);
+        rb->oom = true;
+        return;
+    }
+    grown[r->n_blockers++] = b;
+    r->blockers = grown;
+}
+
 void rnnstate_report_free(rnnstate_report *report)
 {
     if (!report)
@@ -278,6 +311,9 @@ void rnnstate_report_free(rnnstate_report *report)
         free((char *)report->time_axes[i].input);
     free((void *)report->time_axes);
     string_list_free(report->n_notes, report->notes);
+    for (size_t i = 0; i < report->n_blockers; i++)
+        blocker_free((rnnstate_stream_blocker *)&report->blockers[i]);
+    free((void *)report->blockers);
     free(report);
 }
 
@@ -378,8 +414,9 @@ static void add_pair_text(strbuf *sb, const rnnstate_state_pair *p, const char *
     const char *const after[] = { ": state ", " -> ", " " };
     add_escaped_between(sb, 3, values, after);
     add_shape(sb, p, false);
-    sb_addf(sb, " %s, %s%s\n", p->dtype, p->optional ? "optional" : "required",
-            p->added ? "" : ", already in the model");
+    sb_addf(sb, " %s, %s%s%s\n", p->dtype, p->optional ? "optional" : "required",
+            p->added ? "" : ", already in the model",
+            p->kind == RNNSTATE_PAIR_CONTEXT ? ", context" : "");
 }
 
 static void add_time_axis_text(strbuf *sb, const rnnstate_time_axis *t, const char *label)
@@ -388,6 +425,40 @@ static void add_time_axis_text(strbuf *sb, const rnnstate_time_axis *t, const ch
     sb_adds(sb, ": time axis ");
     sb_add_escaped(sb, t->input);
     sb_addf(sb, ":%zu (the sequence axis of the recurrent nodes)\n", t->axis);
+}
+
+static void add_blocker_text(strbuf *sb, const rnnstate_stream_blocker *b, const char *label)
+{
+    const char *const values[] = { label, b->graph, b->op, b->name, b->reason };
+    const char *const after[] = { ":   blocked by ", " ", " '", "': ", "\n" };
+    add_escaped_between(sb, 5, values, after);
+}
+
+/* One line for the verdict, one per blocker. */
+static void add_stream_text(strbuf *sb, const rnnstate_report *r, const char *label)
+{
+    sb_add_escaped(sb, label);
+    switch (r->stream_verdict) {
+    case RNNSTATE_STREAM_EXACT:
+        if (r->chunk_multiple > 1)
+            sb_addf(sb, ": stream: exact: chunks whose length along the time axis is a multiple of "
+                        "%zu frames, every state pair fed back, give the whole-sequence outputs\n",
+                    r->chunk_multiple);
+        else
+            sb_adds(sb, ": stream: exact: chunks of any length, every state pair fed back, give the "
+                        "whole-sequence outputs\n");
+        break;
+    case RNNSTATE_STREAM_NONE:
+        sb_adds(sb, ": stream: none: feeding the state pairs back will NOT reproduce the "
+                    "whole-sequence outputs\n");
+        break;
+    default:
+        sb_adds(sb, ": stream: unknown: the analysis cannot tell whether feeding the state pairs "
+                    "back reproduces the whole-sequence outputs\n");
+        break;
+    }
+    for (size_t i = 0; i < r->n_blockers; i++)
+        add_blocker_text(sb, &r->blockers[i], label);
 }
 
 char *rnnstate_escape_text(const char *text)
@@ -414,6 +485,8 @@ void rnnstate_report_write_text(const rnnstate_report *report, const char *label
         add_pair_text(&sb, &report->pairs[i], label);
     for (size_t i = 0; i < report->n_time_axes; i++)
         add_time_axis_text(&sb, &report->time_axes[i], label);
+    if (report->stream_verdict != RNNSTATE_STREAM_NOT_ANALYSED)
+        add_stream_text(&sb, report, label);
     for (size_t i = 0; i < report->n_notes; i++)
         add_line_text(&sb, label, ": note: ", report->notes[i]);
     if (report->n_nodes == 0)
@@ -483,7 +556,8 @@ void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added)
         sb_addf(sb, "%d", p->batch_axis);
     else
         sb_adds(sb, "null");
-    sb_addf(sb, ", \"optional\": %s", p->optional ? "true" : "false");
+    sb_addf(sb, ", \"optional\": %s, \"kind\": \"%s\"", p->optional ? "true" : "false",
+            p->kind == RNNSTATE_PAIR_CONTEXT ? "context" : "recurrent");
     if (with_added)
         sb_addf(sb, ", \"added\": %s", p->added ? "true" : "false");
     sb_adds(sb, "}");
@@ -498,6 +572,40 @@ void report_time_axes_json(strbuf *sb, const rnnstate_report *r)
         sb_addf(sb, ", \"axis\": %zu}", r->time_axes[i].axis);
     }
     sb_adds(sb, "]");
+}
+
+static const char *verdict_word(rnnstate_stream_verdict v)
+{
+    switch (v) {
+    case RNNSTATE_STREAM_EXACT: return "exact";
+    case RNNSTATE_STREAM_NONE: return "none";
+    case RNNSTATE_STREAM_UNKNOWN: return "unknown";
+    default: return NULL;
+    }
+}
+
+void report_stream_json(strbuf *sb, const rnnstate_report *r)
+{
+    const char *verdict = r ? verdict_word(r->stream_verdict) : NULL;
+    if (!verdict) {
+        sb_adds(sb, "null");
+        return;
+    }
+    sb_addf(sb, "{\"verdict\": \"%s\", \"chunk_multiple\": %zu, \"blockers\": [", verdict,
+            r->chunk_multiple);
+    for (size_t i = 0; i < r->n_blockers; i++) {
+        const rnnstate_stream_blocker *b = &r->blockers[i];
+        sb_adds(sb, i ? ", {\"graph\": " : "{\"graph\": ");
+        sb_add_json_string(sb, b->graph);
+        sb_adds(sb, ", \"op\": ");
+        sb_add_json_string(sb, b->op);
+        sb_adds(sb, ", \"name\": ");
+        sb_add_json_string(sb, b->name);
+        sb_adds(sb, ", \"reason\": ");
+        sb_add_json_string(sb, b->reason);
+        sb_adds(sb, "}");
+    }
+    sb_adds(sb, "]}");
 }
 
 static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
@@ -522,6 +630,8 @@ static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
     }
     sb_adds(sb, "],\n     \"time_axes\": ");
     report_time_axes_json(sb, r);
+    sb_adds(sb, ",\n     \"stream\": ");
+    report_stream_json(sb, r);
     sb_adds(sb, ",\n     \"notes\": ");
     if (r)
         add_json_names(sb, r->n_notes, r->notes);

@@ -39,7 +39,15 @@ void report_note(report_builder *rb, const char *fmt, ...) __attribute__((format
 /* Adds a state pair unless one with the same input and output exists. */
 void report_add_pair(report_builder *rb, const char *input, const char *output,
                      const dim_info *dims, size_t rank, int32_t elem_type, int batch_axis,
-                     bool optional, bool added);
+                     bool optional, bool added, rnnstate_pair_kind kind);
+/* Records the streaming verdict and the chunk multiple. */
+void report_set_stream(report_builder *rb, rnnstate_stream_verdict verdict, size_t chunk_multiple);
+/* Adds a blocker of exact streaming. */
+void report_add_blocker(report_builder *rb, const char *graph, const char *op, const char *name,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Appends the stream verdict as a JSON object, or null when not analysed
+ * (the report's and the metadata's format). */
+void report_stream_json(strbuf *sb, const rnnstate_report *r);
 
 /* The model's status word: "rewritten", "annotated" or "unchanged". */
 const char *report_model_status(const rnnstate_report *r);

@@ -19,6 +19,7 @@ void rnnstate_options_init(rnnstate_options *options)
     memset(options, 0, sizeof *options);
     options->struct_size = sizeof *options;
     options->state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;
+    options->context_caches = true;
 }
 
 rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *options,

@@ -35,11 +35,13 @@ static rnnstate_status record_pair(rewrite_ctx *ctx, node_plan *p, int slot, con
         dim_info dims[3];
         recurrent_state_dims(&p->rs, dims);
         report_add_pair(&ctx->report, input, output, dims, 3, p->rs.elem_type,
-                        pair_batch_axis(&p->rs, dims, 3, true), optional, added);
+                        pair_batch_axis(&p->rs, dims, 3, true), optional, added,
+                        RNNSTATE_PAIR_RECURRENT);
         return RNNSTATE_OK;
     }
     report_add_pair(&ctx->report, input, output, in.dims, in.rank, p->rs.elem_type,
-                    pair_batch_axis(&p->rs, in.dims, in.rank, direct), optional, added);
+                    pair_batch_axis(&p->rs, in.dims, in.rank, direct), optional, added,
+                    RNNSTATE_PAIR_RECURRENT);
     pair_end_clear(&in);
     return RNNSTATE_OK;
 }

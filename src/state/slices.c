@@ -441,7 +441,7 @@ static void report_assembled(rewrite_ctx *ctx, const char *input, const char *ou
     /* rows of the first axis of a layout-0 state: the input has its layout */
     report_add_pair(&ctx->report, input, out, dims, rank, s[0].at.plan->rs.elem_type,
                     pair_batch_axis(&s[0].at.plan->rs, dims, rank, true), e->initializer >= 0,
-                    true);
+                    true, RNNSTATE_PAIR_RECURRENT);
     for (size_t d = 0; d < rank; d++)
         dim_info_clear(&dims[d]);
     ctx->changed = true;
