@@ -27,6 +27,15 @@ rnnstate_status pass_time_axis_trace(rewrite_ctx *ctx);
 /* Records the traced axes of the nodes that run across time. */
 rnnstate_status pass_time_axis(rewrite_ctx *ctx);
 
+/* Follows the time axes (traced, and given in the options) forward through
+ * the graph and classifies every node they reach (analysis/stream.h). */
+rnnstate_status pass_stream_analyse(rewrite_ctx *ctx);
+/* Gives each causal convolution or pool along time a context cache: a state
+ * pair carrying the frames it reads again at the next call. */
+rnnstate_status pass_context_cache(rewrite_ctx *ctx);
+/* Settles the stream verdict and its blockers in the report. */
+rnnstate_status pass_stream_verdict(rewrite_ctx *ctx);
+
 /* Writes the state pairs and the time axes into metadata_props when the
  * model changed or has state pairs. */
 rnnstate_status pass_metadata(rewrite_ctx *ctx);

@@ -8,9 +8,12 @@
 static const rewrite_pass passes[] = {
     pass_layout0,  /* only with options.to_layout0: makes layout=1 nodes runnable */
     pass_time_axis_trace, /* finds the input axis each recurrent node runs along */
-    pass_state,    /* exposes the states */
+    pass_stream_analyse, /* follows those axes forward; needs the graph before the state pass */
+    pass_state,    /* exposes the states; leaves per-frame recurrent nodes reset */
     pass_cleanup,  /* removes what fed the replaced initial states */
+    pass_context_cache, /* caches the context of causal convolutions and pools */
     pass_time_axis, /* records those axes, for the nodes left running across time */
+    pass_stream_verdict, /* the verdict; needs the node statuses and the caches */
     pass_metadata, /* records the state pairs; needs the final report */
 };
 

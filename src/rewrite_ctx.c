@@ -40,6 +40,8 @@ void ctx_free(rewrite_ctx *ctx)
         free(ctx->time_traces[i].node_name);
     }
     free(ctx->time_traces);
+    free(ctx->time_sources);
+    stream_analysis_free(&ctx->stream);
     report_builder_discard(&ctx->report);
 }
 

@@ -6,6 +6,7 @@
 #ifndef RNNSTATE_REWRITE_CTX_H
 #define RNNSTATE_REWRITE_CTX_H
 
+#include "analysis/stream.h"
 #include "graph_index.h"
 #include "scope.h"
 #include "model.h"
@@ -49,6 +50,11 @@ typedef struct rewrite_ctx {
      * recorded after it (time_axis.c). */
     time_trace *time_traces;
     size_t n_time_traces;
+    /* The time axes the stream analysis starts from (names borrowed from the
+     * main graph's inputs), and what it found (pass_stream.c). */
+    rnnstate_time_axis *time_sources;
+    size_t n_time_sources;
+    stream_analysis stream;
     bool changed;   /* the graph was rewritten */
     bool annotated; /* only the metadata entries were written */
     rnnstate_error *err;

@@ -88,8 +88,28 @@ static void leave_reset(rewrite_ctx *ctx, node_plan *p, const char *input, const
                            input, output, across);
 }
 
+/* Time lies in the node's batch (an intra-frame RNN of a dual-path model):
+ * each call's frames are separate sequences, started from its fixed state,
+ * exactly as in the whole-sequence run. */
+static void leave_per_frame(rewrite_ctx *ctx, node_plan *p)
+{
+    p->skipped = true;
+    report_node_set_status(&ctx->report, p->report_node, RNNSTATE_NODE_RESET_EACH_CALL);
+    report_node_set_reason(&ctx->report, p->report_node,
+                           "runs within each frame (the time axis is in its batch): it starts "
+                           "from its fixed state for every frame, at every call; left alone "
+                           "(--include naming it forces it)");
+}
+
 void plan_mark_reset_nodes(rewrite_ctx *ctx, plan_list *list)
 {
+    const stream_analysis *a = &ctx->stream;
+    for (size_t i = 0; i < list->n; i++) {
+        node_plan *p = &list->plans[i];
+        if (!p->skipped && stream_node_listed(a->per_frame, a->n_per_frame, p->rs.node) &&
+            !named_by_include(&ctx->options, str_or_empty(p->rs.node->name)))
+            leave_per_frame(ctx, p);
+    }
     const char *input = NULL;
     const slot_plan *carried = first_carried_slot(list, &input);
     if (!carried)
