@@ -57,7 +57,11 @@ const TOL = { atol: 1e-5, rtol: 0 };
 const VALIDATOR = path.join(__dirname, 'validate_report.js');
 
 const timedSpecs = (specs) => specs.filter((s) => s.time_axis !== null && s.time_axis !== undefined);
-const sameJson = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+// JSON with every object's keys sorted: equal values compare equal whatever
+// order the writer put their keys in.
+const canonical = (v) => JSON.stringify(v, (k, x) => (x && typeof x === 'object' && !Array.isArray(x)
+  ? Object.fromEntries(Object.keys(x).sort().map((key) => [key, x[key]])) : x));
+const sameJson = (a, b) => canonical(a) === canonical(b);
 
 // Chunk lengths K, 3K, 2K, then the rest (leaving out lengths that would not fit).
 function chunkLengths(frames, k) {
