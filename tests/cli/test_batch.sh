@@ -411,7 +411,8 @@ eq "model without state pairs: no metadata added" "$(info "$work/skip.onnx" | js
 
 # ---- --check ---------------------------------------------------------------------
 run "--check" 0 --check -r "$models" -d "$work/checked" &&
-  eq "--check: every written model checked" "$(grep -c ': wrote .* (checked)$' "$io/stdout")" "$(ls "$models"/*.onnx | wc -l)"
+  eq "--check: every written model checked" "$(grep -c ': wrote .* (checked)$' "$io/stdout")" \
+    "$(find "$models" -name '*.onnx' | wc -l)"
 run "--check --json" 0 --check --json "$m_den" "$f_freq" -d "$work/checked2" && valid "--check --json validates" "$io/stdout"
 run "--check with --dry-run" 0 --check -n "$m_gru" && hasnt "--check with --dry-run checks nothing" "$out" "(checked)"
 
