@@ -66,8 +66,15 @@ static const char usage_text[] =
     "                           layout 0 between Transposes, which ONNX Runtime can\n"
     "                           run; their state is exposed as [directions,batch,hidden]\n"
     "      --name-template T    names of new inputs and outputs; {op}, {k}, {name},\n"
-    "                           {slot} (initial_h, initial_c, Y_h, Y_c) are replaced\n"
+    "                           {slot} (initial_h, initial_c, Y_h, Y_c; cache,\n"
+    "                           cache_out for context caches) are replaced\n"
     "                           (default: {op}_{k}_{slot}, e.g. GRU_0_initial_h)\n"
+    "      --time INPUT:AXIS    the time axis of a graph input (repeatable); found\n"
+    "                           from the recurrent nodes when not given; needed for\n"
+    "                           models without recurrent nodes (a TCN)\n"
+    "      --no-context-caches  keep recurrent state only: causal convolutions and\n"
+    "                           pools along time get no context cache (the model then\n"
+    "                           does not stream exactly)\n"
     "\n"
     "Reporting:\n"
     "      --json               print one JSON report on stdout (text goes to stderr)\n"
@@ -111,6 +118,9 @@ typedef struct cli {
     bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip, sync;
     long jobs; /* models processed at a time; 0: one per CPU */
     string_list include, exclude;
+    string_list time_names;          /* the INPUT parts of --time, owned */
+    rnnstate_time_axis *time_axes;   /* --time, in order; names from time_names */
+    size_t n_time_axes;
     rnnstate_options options;
     rnnstate_limits limits;
 } cli;
@@ -192,12 +202,32 @@ static bool parse_size(const char *text, size_t *bytes)
     return true;
 }
 
+/* --time INPUT:AXIS (the input's name may itself contain ':'). */
+static bool add_time_axis(cli *c, const char *arg)
+{
+    const char *colon = strrchr(arg, ':');
+    char *end;
+    errno = 0;
+    long axis = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || colon == arg || end == colon + 1 || *end || errno || axis < 0 || axis > 64)
+        return false;
+    char *name = xstrdup(arg);
+    name[colon - arg] = '\0';
+    list_push(&c->time_names, name);
+    rnnstate_time_axis *grown = realloc(c->time_axes, (c->n_time_axes + 1) * sizeof *grown);
+    if (!grown)
+        die_oom();
+    c->time_axes = grown;
+    grown[c->n_time_axes++] = (rnnstate_time_axis){ name, (size_t)axis };
+    return true;
+}
+
 /* Parses argv into *c; returns -1 to go on, or an exit status. */
 static int parse_args(int argc, char **argv, cli *c)
 {
     enum { OPT_STATE_INPUTS = 256, OPT_JSON, OPT_CHECK, OPT_INCLUDE, OPT_EXCLUDE,
            OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE, OPT_TO_LAYOUT0,
-           OPT_SYNC, OPT_NO_SYNC };
+           OPT_SYNC, OPT_NO_SYNC, OPT_TIME, OPT_NO_CONTEXT_CACHES };
     char *end;
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
@@ -217,6 +247,8 @@ static int parse_args(int argc, char **argv, cli *c)
         { "to-layout0", no_argument, NULL, OPT_TO_LAYOUT0 },
         { "sync", no_argument, NULL, OPT_SYNC },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+        { "time", required_argument, NULL, OPT_TIME },
+        { "no-context-caches", no_argument, NULL, OPT_NO_CONTEXT_CACHES },
         { "jobs", required_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
@@ -243,6 +275,12 @@ static int parse_args(int argc, char **argv, cli *c)
         case OPT_TO_LAYOUT0: c->options.to_layout0 = true; break;
         case OPT_SYNC: c->sync = true; break;
         case OPT_NO_SYNC: c->sync = false; break; /* the old default's name: accepted */
+        case OPT_NO_CONTEXT_CACHES: c->options.context_caches = false; break;
+        case OPT_TIME:
+            if (!add_time_axis(c, optarg))
+                return usage_error("--time takes INPUT:AXIS (an input name and an axis number), "
+                                   "not '%s'", optarg);
+            break;
         case 'j':
             errno = 0;
             c->jobs = strtol(optarg, &end, 10);
@@ -278,6 +316,8 @@ static int parse_args(int argc, char **argv, cli *c)
     c->options.include = (const char *const *)c->include.items;
     c->options.n_exclude = c->exclude.n;
     c->options.exclude = (const char *const *)c->exclude.items;
+    c->options.n_time_axes = c->n_time_axes;
+    c->options.time_axes = c->time_axes;
     return -1;
 }
 
@@ -1168,5 +1208,7 @@ int main(int argc, char **argv)
     list_free(&c.models);
     list_free(&c.include);
     list_free(&c.exclude);
+    list_free(&c.time_names);
+    free(c.time_axes);
     return status;
 }

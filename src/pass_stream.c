@@ -186,8 +186,3 @@ rnnstate_status pass_stream_verdict(rewrite_ctx *ctx)
     return report_builder_failed(&ctx->report) ? ctx_oom(ctx) : RNNSTATE_OK;
 }
 
-rnnstate_status pass_context_cache(rewrite_ctx *ctx)
-{
-    (void)ctx;
-    return RNNSTATE_OK;
-}

@@ -176,6 +176,149 @@ bool node_ints(const scope *s, const Onnx__NodeProto *p, const char *attr, size_
     return t && tensor_read_int64s(t, vals, n);
 }
 
+/* ---- folding small int64 constants ---- */
+
+#define FOLD_MAX 64 /* elements; pads and shapes are small */
+#define FOLD_DEPTH 16
+
+typedef struct folded {
+    size_t n, rows, cols; /* rows x cols = n; a vector is 1 x n */
+    int64_t v[FOLD_MAX];
+} folded;
+
+static bool fold_at(const scope *s, const char *value, folded *out, int depth);
+
+static bool fold_slice(const scope *s, const Onnx__NodeProto *p, folded *out, int depth)
+{
+    folded data, st, en, ax = { 0 }, sp = { 0 };
+    if (!fold_at(s, node_input(p, 0), &data, depth) || !fold_at(s, node_input(p, 1), &st, depth) ||
+        !fold_at(s, node_input(p, 2), &en, depth) || st.n != 1 || en.n != 1)
+        return false;
+    if (p->n_input > 3 && *node_input(p, 3) && !fold_at(s, node_input(p, 3), &ax, depth))
+        return false;
+    if (p->n_input > 4 && *node_input(p, 4) && !fold_at(s, node_input(p, 4), &sp, depth))
+        return false;
+    int64_t axis = ax.n ? ax.v[0] : 0, step = sp.n ? sp.v[0] : 1;
+    int64_t len = (int64_t)(data.rows > 1 ? data.rows : data.n);
+    if ((axis != 0 && axis != -(data.rows > 1 ? 2 : 1)) || step == 0)
+        return false;
+    int64_t a = st.v[0] < 0 ? st.v[0] + len : st.v[0], b = en.v[0] < 0 ? en.v[0] + len : en.v[0];
+    size_t width = data.rows > 1 ? data.cols : 1;
+    out->n = 0;
+    if (step > 0) {
+        a = a < 0 ? 0 : a > len ? len : a;
+        b = b > len ? len : b;
+    } else {
+        a = a >= len ? len - 1 : a;
+        b = b < -1 ? -1 : b;
+    }
+    for (int64_t i = a; step > 0 ? i < b : i > b; i += step)
+        for (size_t c = 0; c < width && out->n < FOLD_MAX; c++)
+            out->v[out->n++] = data.v[(size_t)i * width + c];
+    out->cols = width;
+    out->rows = data.rows > 1 ? out->n / width : 1;
+    if (data.rows <= 1)
+        out->cols = out->n;
+    return true;
+}
+
+static bool fold_produced(const scope *s, const Onnx__NodeProto *p, folded *out, int depth)
+{
+    static const char *const passing[] = { "Cast", "Identity", "Squeeze", "Unsqueeze", NULL };
+    if (node_op_in(p, passing))
+        return fold_at(s, node_input(p, 0), out, depth);
+    if (node_op_is(p, "Reshape")) {
+        folded shape;
+        if (!fold_at(s, node_input(p, 0), out, depth) || !fold_at(s, node_input(p, 1), &shape, depth))
+            return false;
+        if (shape.n == 2 && shape.v[1] > 0 && out->n % (size_t)shape.v[1] == 0) {
+            out->cols = (size_t)shape.v[1];
+            out->rows = out->n / out->cols;
+        } else {
+            out->rows = 1;
+            out->cols = out->n;
+        }
+        return true;
+    }
+    if (node_op_is(p, "Concat")) {
+        out->n = 0;
+        for (size_t i = 0; i < p->n_input; i++) {
+            folded part;
+            if (!fold_at(s, node_input(p, i), &part, depth) || out->n + part.n > FOLD_MAX)
+                return false;
+            memcpy(out->v + out->n, part.v, part.n * sizeof part.v[0]);
+            out->n += part.n;
+        }
+        out->rows = 1;
+        out->cols = out->n;
+        return true;
+    }
+    if (node_op_is(p, "ConstantOfShape")) {
+        folded shape;
+        const Onnx__AttributeProto *a = node_attr(p, "value");
+        int64_t *fill = NULL;
+        size_t nf = 0;
+        if (!fold_at(s, node_input(p, 0), &shape, depth) || shape.n != 1 || shape.v[0] < 0 ||
+            shape.v[0] > FOLD_MAX || (a && (!a->t || !tensor_read_int64s(a->t, &fill, &nf) || nf != 1)))
+            return false;
+        for (out->n = 0; out->n < (size_t)shape.v[0]; out->n++)
+            out->v[out->n] = fill ? fill[0] : 0;
+        free(fill);
+        out->rows = 1;
+        out->cols = out->n;
+        return true;
+    }
+    if (node_op_is(p, "Slice"))
+        return fold_slice(s, p, out, depth);
+    if (node_op_is(p, "Transpose")) {
+        folded m;
+        if (!fold_at(s, node_input(p, 0), &m, depth) || m.rows < 1)
+            return false;
+        out->n = m.n;
+        out->rows = m.cols;
+        out->cols = m.rows;
+        for (size_t r = 0; r < m.rows; r++)
+            for (size_t c = 0; c < m.cols; c++)
+                out->v[c * m.rows + r] = m.v[r * m.cols + c];
+        return true;
+    }
+    return false;
+}
+
+static bool fold_at(const scope *s, const char *value, folded *out, int depth)
+{
+    const Onnx__TensorProto *t = scope_tensor_data(s, constant_tensor(s, value));
+    if (t) {
+        int64_t *v = NULL;
+        size_t n = 0;
+        bool ok = tensor_read_int64s(t, &v, &n) && n <= FOLD_MAX && t->n_dims <= 2;
+        if (ok) {
+            memcpy(out->v, v, n * sizeof *v);
+            out->n = n;
+            out->rows = t->n_dims == 2 ? (size_t)t->dims[0] : 1;
+            out->cols = t->n_dims == 2 ? (size_t)t->dims[1] : n;
+        }
+        free(v);
+        return ok;
+    }
+    const scope *o;
+    const Onnx__NodeProto *p = value_producer(s, value, &o);
+    return p && depth < FOLD_DEPTH && node_default_domain(p) && fold_produced(o, p, out, depth + 1);
+}
+
+bool fold_int64s(const scope *s, const char *value, int64_t **vals, size_t *n)
+{
+    folded f;
+    if (!fold_at(s, value, &f, 0))
+        return false;
+    *vals = malloc((f.n ? f.n : 1) * sizeof **vals);
+    if (!*vals)
+        return false;
+    memcpy(*vals, f.v, f.n * sizeof f.v[0]);
+    *n = f.n;
+    return true;
+}
+
 /* The producer of `value` for a shape query (within the default domain, or
  * a recurrent node). */
 static const Onnx__NodeProto *shape_producer(const scope *s, const char *value,
@@ -219,7 +362,8 @@ static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
     if (recurrent_op_of(p))
         return slot == 0 ? 4 : 3;
     if (node_op_in(p, same_shape_ops) || node_op_is(p, "Transpose") || node_op_is(p, "Concat") ||
-        node_op_is(p, "Slice") || node_op_in(p, batch_keeping_ops))
+        node_op_is(p, "Slice") || node_op_in(p, batch_keeping_ops) || node_op_is(p, "Pad") ||
+        node_op_is(p, "Tile") || node_op_is(p, "Resize"))
         return rank_of(q, o, in0, depth + 1);
     if (node_op_is(p, "MatMul") || node_op_in(p, broadcast_ops))
         return rank_of_broadcast(q, o, p, depth);
@@ -439,6 +583,73 @@ static bool through_matmul(shape_query *q, const scope *s, const Onnx__NodeProto
     return infer_dim_at(q, s, in0, axis, depth + 1, out);
 }
 
+/* Entry `index` of a Reshape's target shape when it is a dimension of a
+ * value taken with Shape (Concat of Unsqueeze(Gather(Shape(y), j)) pieces, as
+ * exporters write reshape(b, t, -1)): *y and *j, or false. */
+static bool shape_entry_source(const scope *s, const char *shape, int64_t index, const scope **ys,
+                               const char **y, int64_t *j)
+{
+    const scope *o;
+    const Onnx__NodeProto *p = value_producer(s, shape, &o);
+    for (int hops = 0; p && hops < 8 && node_op_is(p, "Concat"); hops++) {
+        const Onnx__NodeProto *piece = NULL;
+        int64_t at = 0;
+        for (size_t i = 0; i < p->n_input && !piece; i++) {
+            int64_t r = infer_rank(o, node_input(p, i)), len = -1;
+            dim_info d = { 0 };
+            if (r == 1 && infer_dim(o, node_input(p, i), 0, &d) && d.known && !d.param)
+                len = d.value;
+            dim_info_clear(&d);
+            if (len < 0)
+                return false;
+            if (index < at + len) {
+                if (len != 1)
+                    return false;
+                piece = value_producer(o, node_input(p, i), &o);
+            }
+            at += len;
+        }
+        p = piece;
+    }
+    while (p && (node_op_is(p, "Unsqueeze") || node_op_is(p, "Cast")))
+        p = value_producer(o, node_input(p, 0), &o);
+    if (!p || !node_op_is(p, "Gather") || node_attr_int(p, "axis", 0) != 0)
+        return false;
+    const Onnx__TensorProto *t = scope_tensor_data(o, constant_tensor(o, node_input(p, 1)));
+    int64_t *v = NULL;
+    size_t n = 0;
+    bool ok = t && tensor_read_int64s(t, &v, &n) && n == 1 && v[0] >= 0;
+    const scope *so;
+    const Onnx__NodeProto *sh = ok ? value_producer(o, node_input(p, 0), &so) : NULL;
+    ok = sh && node_op_is(sh, "Shape") && !node_attr(sh, "start");
+    if (ok) {
+        *ys = so;
+        *y = node_input(sh, 0);
+        *j = v[0];
+    }
+    free(v);
+    return ok;
+}
+
+/* trace_axis_to_input follows an axis through what keeps its identity but
+ * not its size: the spatial axes of convolutions and pools, Pad, Slice. */
+static bool through_identity(shape_query *q, const scope *o, const Onnx__NodeProto *p,
+                             int64_t axis, int depth, dim_info *out, bool *done)
+{
+    *done = true;
+    if ((node_op_in(p, batch_keeping_ops) && axis != 1) || node_op_is(p, "Pad") ||
+        node_op_is(p, "Slice"))
+        return infer_dim_at(q, o, node_input(p, 0), axis, depth + 1, out);
+    const scope *ys;
+    const char *y;
+    int64_t j;
+    if (node_op_is(p, "Reshape") && p->n_input > 1 &&
+        shape_entry_source(o, node_input(p, 1), axis, &ys, &y, &j))
+        return infer_dim_at(q, ys, y, j, depth + 1, out);
+    *done = false;
+    return true;
+}
+
 static bool through_producer(shape_query *q, const scope *s, const char *value, int64_t axis,
                              int depth, dim_info *out)
 {
@@ -448,6 +659,12 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
     if (!p || p->n_input == 0)
         return true;
     const char *in0 = str_or_empty(p->input[0]);
+    bool done = false;
+    if (q->to_input) {
+        bool ok = through_identity(q, o, p, axis, depth, out, &done);
+        if (done)
+            return ok;
+    }
     if (recurrent_op_of(p))
         return through_recurrent(q, o, p, slot, axis, depth, out);
     if (node_op_in(p, same_shape_ops))

@@ -52,6 +52,12 @@ const Onnx__TensorProto *constant_tensor(const scope *s, const char *value);
 bool node_ints(const scope *s, const Onnx__NodeProto *p, const char *attr, size_t input,
                int64_t **vals, size_t *n);
 
+/* The int64 contents of a small value computed from constants only
+ * (Constant, ConstantOfShape, Concat, Reshape, Slice, Transpose of a matrix,
+ * Cast, Squeeze, Unsqueeze, Identity), as PyTorch exports F.pad's pads;
+ * *vals is malloc'd. False when it is not, or memory runs out. */
+bool fold_int64s(const scope *s, const char *value, int64_t **vals, size_t *n);
+
 /* The declared element type of a value, or 0. */
 int32_t declared_elem_type(const scope *s, const char *value);
 

@@ -760,7 +760,8 @@ static void on_pad(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_or(w, v->s, node_input(v->n, 0)), *pads = NULL, *axes = NULL;
     size_t n = 0, na = 0;
-    if (r < 0 || !node_ints(v->s, v->n, "pads", 1, &pads, &n))
+    if (r < 0 || !(node_ints(v->s, v->n, "pads", 1, &pads, &n) ||
+                   fold_int64s(v->s, node_input(v->n, 1), &pads, &n)))
         return unknown_op(w, v, "its pads are not constant");
     bool with_axes = v->n->n_input > 3 && *node_input(v->n, 3) &&
                      node_ints(v->s, v->n, "", 3, &axes, &na);
@@ -775,10 +776,11 @@ static void on_pad(stream_walk *w, const node_view *v)
     }
     free(pads);
     free(axes);
-    char mode[16];
-    node_attr_string(v->n, "mode", mode, sizeof mode);
+    char buf[16];
+    const char *mode = node_attr_string(v->n, "mode", buf, sizeof buf);
+    mode = mode ? mode : "constant";
     time_state t = v->in0;
-    if ((front || back) && strcmp(mode, "constant") && *mode) {
+    if ((front || back) && strcmp(mode, "constant")) {
         block(w, v->s, v->n, false, "pads along time with %s values (%lld before, %lld after)",
               mode, (long long)front, (long long)back);
         return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
@@ -839,9 +841,9 @@ static bool window_along(const node_view *v, int i, int spatial, window *out)
 /* SAME_* padding along time, where it does not depend on the input size. */
 static bool resolve_auto_pad(const node_view *v, window *win)
 {
-    char mode[16];
-    node_attr_string(v->n, "auto_pad", mode, sizeof mode);
-    if (!*mode || !strcmp(mode, "NOTSET"))
+    char buf[16];
+    const char *mode = node_attr_string(v->n, "auto_pad", buf, sizeof buf);
+    if (!mode || !*mode || !strcmp(mode, "NOTSET"))
         return true;
     if (!strcmp(mode, "VALID")) {
         win->begin = win->end = 0;
@@ -854,6 +856,17 @@ static bool resolve_auto_pad(const node_view *v, window *win)
     win->begin = lower ? total - total / 2 : total / 2;
     win->end = total - win->begin;
     return true;
+}
+
+static bool step_is_one(const scope *s, const Onnx__NodeProto *slice)
+{
+    int64_t *v = NULL;
+    size_t n = 0;
+    if (slice->n_input < 5 || !*node_input(slice, 4))
+        return true;
+    bool one = node_ints(s, slice, "", 4, &v, &n) && n == 1 && v[0] == 1;
+    free(v);
+    return one;
 }
 
 /* A Slice right after the node that drops the last `frames` frames along
@@ -870,7 +883,7 @@ static const Onnx__NodeProto *chomp_after(const node_view *v, int axis, int64_t 
     bool ok = node_op_is(c, "Slice") && node_ints(v->s, c, "starts", 1, &st, &ns) &&
               node_ints(v->s, c, "ends", 2, &en, &ne) && ns == 1 && ne == 1 &&
               node_ints(v->s, c, "axes", 3, &ax, &na) && na == 1 && st[0] == 0 &&
-              en[0] == -frames && (c->n_input < 5 || !*node_input(c, 4));
+              en[0] == -frames && step_is_one(v->s, c);
     int64_t r = ok ? infer_rank(v->s, node_input(v->n, 0)) : -1;
     ok = ok && (ax[0] < 0 ? ax[0] + r : ax[0]) == axis;
     free(st);
@@ -912,11 +925,16 @@ static void classify_window(stream_walk *w, const node_view *v, const time_state
     out.pad_front = out.pad_back = 0;
     out.front_cached = false;
     out.scale = t->scale * win.stride;
-    if (end > 0 || begin < span) {
-        int64_t ahead = end > 0 ? span - begin : span - begin;
+    if (begin < span) {
+        int64_t ahead = span - begin;
         block(w, v->s, v->n, false, "looks %lld frame%s ahead: pads %lld,%lld along time "
               "(kernel %lld, dilation %lld)", (long long)ahead, ahead == 1 ? "" : "s",
               (long long)begin, (long long)end, (long long)win.kernel, (long long)win.dilation);
+        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+    }
+    if (end > 0) {
+        block(w, v->s, v->n, false, "adds %lld frame%s after the sequence: pads %lld,%lld along "
+              "time", (long long)end, end == 1 ? "" : "s", (long long)begin, (long long)end);
         return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
     }
     if (begin > span) {
@@ -949,7 +967,9 @@ static void on_conv(stream_walk *w, const node_view *v)
     int64_t r = rank_or(w, v->s, node_input(v->n, 0));
     if (t.axis == 0)
         return set_outputs(w, v, t); /* time in the batch: frame by frame */
-    if (t.kind == T_MERGED || t.axis == 1 || r < 3) {
+    if (r < 3)
+        return unknown_op(w, v, "the rank of its input is not known");
+    if (t.kind == T_MERGED || t.axis == 1) {
         block(w, v->s, v->n, false, "mixes %s", t.axis == 1 ? "all frames (time is its channel axis)"
                                                          : "time merged with another axis");
         return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
@@ -1079,7 +1099,9 @@ static void on_reduce(stream_walk *w, const node_view *v)
     }
     free(axes);
     if (hit) {
-        const char *op = op_name(v->n) + 6; /* "ReduceMean" -> "Mean" */
+        char op[32];
+        snprintf(op, sizeof op, "%s", op_name(v->n) + 6); /* "ReduceMean" -> "mean" */
+        op[0] = (char)(op[0] >= 'A' && op[0] <= 'Z' ? op[0] - 'A' + 'a' : op[0]);
         return whole_sequence(w, v, "%s over the time axis", *op ? op : "reduces");
     }
     set_outputs(w, v, moved(v->in0, node_attr_int(v->n, "keepdims", 1) ? v->in0.axis
@@ -1121,11 +1143,12 @@ static void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op 
     bool batch_first = recurrent_batch_first(op, v->n);
     int seq = batch_first ? 1 : 0, batch = batch_first ? 0 : 1;
     time_state t = v->in0, y = t, h = t;
-    char dir[32];
-    node_attr_string(v->n, "direction", dir, sizeof dir);
+    char buf[32];
+    const char *dir = node_attr_string(v->n, "direction", buf, sizeof buf);
     if (t.axis == seq && t.kind == T_AXIS) {
-        if (*dir && strcmp(dir, "forward"))
-            return whole_sequence(w, v, "%s %s reads the sequence from its end",
+        if (dir && strcmp(dir, "forward"))
+            return whole_sequence(w, v, "%s %s: its backward direction reads the sequence from "
+                                        "its end",
                                   strcmp(dir, "reverse") ? "bidirectional" : "reverse", op->name);
         list_node(w, &w->out->along_time, &w->out->n_along_time, v->n);
         y.axis = batch_first ? 1 : 0;
@@ -1156,7 +1179,6 @@ static void on_shape_only(stream_walk *w, const node_view *v)
 {
     set_outputs(w, v, (time_state){ .kind = T_NONE });
 }
-static void on_same(stream_walk *w, const node_view *v) { set_outputs(w, v, v->in0); }
 static void on_tile(stream_walk *w, const node_view *v)
 {
     int64_t *rep = NULL;
@@ -1299,10 +1321,8 @@ static void visit_node(stream_walk *w, const scope *s, const Onnx__NodeProto *n)
         time_state t = get_state(w, s, node_input(n, i));
         if (!carries_time(&t))
             continue;
-        if (!v.time_inputs++ || (v.in0.kind == T_NONE && i == 0))
-            v.in0 = t;
-        if (i == 0)
-            v.in0 = t;
+        if (!v.time_inputs++ || i == 0)
+            v.in0 = t; /* input 0's, else the first that carries time */
         unknown_input |= t.kind == T_UNKNOWN;
     }
     if (has_subgraph(n)) {
@@ -1326,14 +1346,12 @@ static void visit_node(stream_walk *w, const scope *s, const Onnx__NodeProto *n)
                  op_name(n));
         return unknown_op(w, &v, why);
     }
-    bool window = h == on_conv;
+    bool window = h == on_conv || h == on_pad;
     if (!window && refuse_padded(w, &v, &v.in0))
         return;
-    if (v.in0.kind == T_NONE && h != on_elementwise && h != on_matmul && h != on_concat)
+    bool first_is_time = carries_time(&(time_state){ .kind = get_state(w, s, node_input(n, 0)).kind });
+    if (!first_is_time && h != on_elementwise && h != on_matmul && h != on_concat)
         return unknown_op(w, &v, "time reaches it through an input other than its first");
-    if (v.in0.kind == T_MERGED && !window && h != on_elementwise && h != on_transpose &&
-        h != on_reshape && h != on_same)
-        return set_outputs(w, &v, v.in0.axis == 0 ? v.in0 : (time_state){ .kind = T_UNKNOWN });
     h(w, &v);
 }
 

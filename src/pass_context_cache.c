@@ -1,0 +1,287 @@
+/* The context-cache pass: each causal convolution or pool along time that
+ * the stream analysis found (analysis/stream.h, main graph only) reads, in
+ * place of its zero padding, the last frames of its input from the previous
+ * call:
+ *
+ *     joined    = Concat(cache, X) along time      (cache: a new graph input)
+ *     cache_out = Slice(joined, -frames:) along time (a new graph output)
+ *     node reads joined, with no padding before the frames along time
+ *
+ * where X is the node's input, or the input of the zero Pad that padded it
+ * (the Pad keeps its other padding). A first call with a zero cache gives
+ * exactly the original's zero padding. In optional mode the cache input gets
+ * a default of zeros of size 1 in every axis but time, broadcast by an
+ * Expand to X's shape (with `frames` along time), so the caller may leave it
+ * out at any batch. The pair is reported as a state pair of kind context. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/shape.h"
+#include "passes.h"
+#include "state/types.h"
+#include "tensor_util.h"
+
+#define MAX_RANK 8
+
+typedef struct cache_job {
+    rewrite_ctx *ctx;
+    scope *main_scope;
+    const context_need *need;
+    Onnx__NodeProto *target; /* the Pad, or the node */
+    size_t before;           /* where new nodes go */
+    const char *x;
+    int64_t rank;
+    int32_t elem_type;
+    dim_info dims[MAX_RANK];
+    char *names[2];          /* cache input, cache output */
+} cache_job;
+
+static char *fresh(cache_job *j, const char *what)
+{
+    char base[160];
+    snprintf(base, sizeof base, "%s_%s", str_or_empty(j->need->node->name), what);
+    return name_registry_unique(&j->ctx->names, base);
+}
+
+static Onnx__TensorProto *int64_tensor(const char *name, const int64_t *v, size_t n)
+{
+    int64_t dims[1] = { (int64_t)n };
+    Onnx__TensorProto *t = tensor_shell_new(name, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, dims, 1);
+    int64_t *data = t ? malloc((n ? n : 1) * sizeof *data) : NULL;
+    if (!data) {
+        if (t)
+            protobuf_c_message_free_unpacked(&t->base, NULL);
+        return NULL;
+    }
+    memcpy(data, v, n * sizeof *v);
+    t->int64_data = data;
+    t->n_int64_data = n;
+    return t;
+}
+
+/* A new initializer holding `v`; its name, owned by the graph. */
+static const char *add_int64s(cache_job *j, const char *what, const int64_t *v, size_t n)
+{
+    char *name = fresh(j, what);
+    Onnx__TensorProto *t = name ? int64_tensor(name, v, n) : NULL;
+    free(name);
+    return t && scope_add_initializer(j->main_scope, t) ? t->name : NULL;
+}
+
+/* A node `op` with inputs `in` and one new output (returned, owned by the node). */
+static const char *add_node(cache_job *j, const char *op, const char *what, const char *const *in,
+                            size_t n_in, int64_t axis)
+{
+    char *name = fresh(j, what);
+    Onnx__NodeProto *node = name ? node_new(op, name) : NULL;
+    bool ok = node && append_string(&node->output, &node->n_output, name);
+    for (size_t i = 0; ok && i < n_in; i++)
+        ok = append_string(&node->input, &node->n_input, in[i]);
+    if (ok && axis != INT64_MIN)
+        ok = node_add_int_attr(node, "axis", axis);
+    free(name);
+    if (!ok) {
+        if (node)
+            protobuf_c_message_free_unpacked(&node->base, NULL);
+        return NULL;
+    }
+    return scope_queue_node(j->main_scope, j->before, node) ? node->output[0] : NULL;
+}
+
+/* Optional mode: zeros of size 1 but `frames` along time, expanded to X's
+ * shape with `frames` along time. Returns the expanded value. */
+static const char *with_default(cache_job *j)
+{
+    int64_t t = j->need->time_axis, frames = j->need->frames, dims[MAX_RANK];
+    for (int64_t i = 0; i < j->rank; i++)
+        dims[i] = i == t ? frames : 1;
+    Onnx__TensorProto *zeros = tensor_shell_new(j->names[0], j->elem_type, dims, (size_t)j->rank);
+    size_t bytes = dtype_size(j->elem_type) * (size_t)frames;
+    unsigned char *raw = zeros && bytes ? calloc(1, bytes) : NULL;
+    if (!raw) {
+        if (zeros)
+            protobuf_c_message_free_unpacked(&zeros->base, NULL);
+        return NULL;
+    }
+    zeros->has_raw_data = true;
+    zeros->raw_data = (ProtobufCBinaryData){ bytes, raw };
+    if (!scope_add_initializer(j->main_scope, zeros))
+        return NULL;
+    int64_t zero = 0, after = t + 1, end = INT64_MAX;
+    const char *shape = add_node(j, "Shape", "shape", &j->x, 1, INT64_MIN);
+    const char *c0 = add_int64s(j, "start", &zero, 1), *ct = add_int64s(j, "time", &t, 1);
+    const char *c1 = add_int64s(j, "after", &after, 1), *ce = add_int64s(j, "end", &end, 1);
+    const char *cf = add_int64s(j, "frames", &frames, 1);
+    if (!shape || !c0 || !ct || !c1 || !ce || !cf)
+        return NULL;
+    const char *head_in[] = { shape, c0, ct }, *tail_in[] = { shape, c1, ce };
+    const char *head = add_node(j, "Slice", "head", head_in, 3, INT64_MIN);
+    const char *tail = add_node(j, "Slice", "tail", tail_in, 3, INT64_MIN);
+    const char *parts[] = { head, cf, tail };
+    const char *full = head && tail ? add_node(j, "Concat", "cache_shape", parts, 3, 0) : NULL;
+    const char *expand_in[] = { j->names[0], full };
+    return full ? add_node(j, "Expand", "cache_full", expand_in, 2, INT64_MIN) : NULL;
+}
+
+static bool declare_pair(cache_job *j)
+{
+    dim_info dims[MAX_RANK];
+    memcpy(dims, j->dims, sizeof dims);
+    dims[j->need->time_axis] = (dim_info){ .known = true, .value = j->need->frames };
+    Onnx__ValueInfoProto *in = value_info_new(j->names[0], j->elem_type, dims, (size_t)j->rank);
+    Onnx__ValueInfoProto *out = value_info_new(j->names[1], j->elem_type, dims, (size_t)j->rank);
+    bool ok = in && out;
+    if (ok) {
+        ok = scope_add_input(j->main_scope, in);
+        in = NULL;
+        ok = scope_add_output(j->main_scope, out) && ok;
+        out = NULL;
+    }
+    if (in)
+        protobuf_c_message_free_unpacked(&in->base, NULL);
+    if (out)
+        protobuf_c_message_free_unpacked(&out->base, NULL);
+    bool optional = j->ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
+    int batch_axis = dims[0].param || !dims[0].known ? 0 : -1;
+    report_add_pair(&j->ctx->report, j->names[0], j->names[1], dims, (size_t)j->rank,
+                    j->elem_type, batch_axis, optional, true, RNNSTATE_PAIR_CONTEXT);
+    return ok;
+}
+
+/* The node (or its Pad) no longer pads before the frames along time. */
+static bool drop_front_padding(cache_job *j)
+{
+    int64_t t = j->need->time_axis;
+    if (!j->need->pad) {
+        const Onnx__AttributeProto *pads = node_attr(j->target, "pads");
+        size_t i = (size_t)(t - 2);
+        if (pads && i < pads->n_ints)
+            pads->ints[i] = 0;
+        return true;
+    }
+    int64_t *pads = NULL;
+    size_t n = 0;
+    if (!fold_int64s(j->main_scope, node_input(j->target, 1), &pads, &n) ||
+        (size_t)t >= n) {
+        free(pads);
+        return false;
+    }
+    pads[t] = 0;
+    const char *name = add_int64s(j, "pads", pads, n);
+    free(pads);
+    return name && node_set_input(j->target, 1, name);
+}
+
+static bool build_cache(cache_job *j)
+{
+    const char *cache = j->names[0];
+    if (j->ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL &&
+        !(cache = with_default(j)))
+        return false;
+    int64_t neg = -j->need->frames, end = INT64_MAX, axis = j->need->time_axis;
+    const char *joined_in[] = { cache, j->x };
+    const char *joined = add_node(j, "Concat", "joined", joined_in, 2, axis);
+    const char *cs = add_int64s(j, "keep", &neg, 1), *ce = add_int64s(j, "keep_end", &end, 1);
+    const char *ca = add_int64s(j, "keep_axis", &axis, 1);
+    if (!joined || !cs || !ce || !ca)
+        return false;
+    /* the output is named by the pair: a Slice writing it directly */
+    Onnx__NodeProto *slice = node_new("Slice", j->names[1]);
+    const char *in[] = { joined, cs, ce, ca };
+    bool ok = slice && append_string(&slice->output, &slice->n_output, j->names[1]);
+    for (size_t i = 0; ok && i < 4; i++)
+        ok = append_string(&slice->input, &slice->n_input, in[i]);
+    if (!ok) {
+        if (slice)
+            protobuf_c_message_free_unpacked(&slice->base, NULL);
+        return false;
+    }
+    return scope_queue_node(j->main_scope, j->before, slice) &&
+           node_set_input(j->target, 0, joined) && drop_front_padding(j);
+}
+
+static size_t node_position(const Onnx__GraphProto *g, const Onnx__NodeProto *n)
+{
+    for (size_t i = 0; i < g->n_node; i++)
+        if (g->node[i] == n)
+            return i;
+    return SIZE_MAX;
+}
+
+static rnnstate_status cache_one(rewrite_ctx *ctx, const elem_types *types, const context_need *need,
+                                 int k)
+{
+    scope *main_scope = ctx->scopes.scopes[0];
+    cache_job j = { .ctx = ctx, .main_scope = main_scope, .need = need };
+    j.target = (Onnx__NodeProto *)(need->pad ? need->pad : need->node);
+    j.before = node_position(main_scope->graph, j.target);
+    j.x = node_input(j.target, 0);
+    j.rank = infer_rank(main_scope, j.x);
+    j.elem_type = elem_type_of(types, main_scope, j.x);
+    if (j.before == SIZE_MAX || j.rank < 1 || j.rank > MAX_RANK || !j.elem_type ||
+        need->time_axis >= j.rank) {
+        report_add_blocker(&ctx->report, "main", str_or_empty(need->node->op_type),
+                           str_or_empty(need->node->name),
+                           "needs %lld frame(s) of the previous call, but the rank or element "
+                           "type of its input is not known: not cached",
+                           (long long)need->frames);
+        return RNNSTATE_OK;
+    }
+    bool ok = true;
+    for (int64_t i = 0; ok && i < j.rank; i++)
+        ok = infer_dim(main_scope, j.x, i, &j.dims[i]);
+    const char *op = str_or_empty(need->node->op_type);
+    j.names[0] = ok ? expand_name_template(ctx->options.name_template, op, k,
+                                           str_or_empty(need->node->name), "cache")
+                    : NULL;
+    j.names[1] = j.names[0] ? expand_name_template(ctx->options.name_template, op, k,
+                                                   str_or_empty(need->node->name), "cache_out")
+                            : NULL;
+    char *unique[2] = { j.names[0] ? name_registry_unique(&ctx->names, j.names[0]) : NULL,
+                        j.names[1] ? name_registry_unique(&ctx->names, j.names[1]) : NULL };
+    free(j.names[0]);
+    free(j.names[1]);
+    j.names[0] = unique[0];
+    j.names[1] = unique[1];
+    ok = ok && j.names[0] && j.names[1] && declare_pair(&j) && build_cache(&j);
+    for (int64_t i = 0; i < j.rank; i++)
+        dim_info_clear(&j.dims[i]);
+    free(j.names[0]);
+    free(j.names[1]);
+    return ok ? RNNSTATE_OK : ctx_oom(ctx);
+}
+
+/* The count of `op` among the needs before need i (the template's {k}). */
+static int op_count_before(const stream_analysis *a, size_t i)
+{
+    int k = 0;
+    for (size_t n = 0; n < i; n++)
+        k += !strcmp(str_or_empty(a->needs[n].node->op_type),
+                     str_or_empty(a->needs[i].node->op_type));
+    return k;
+}
+
+rnnstate_status pass_context_cache(rewrite_ctx *ctx)
+{
+    const stream_analysis *a = &ctx->stream;
+    if (!ctx->options.context_caches || !a->n_needs)
+        return RNNSTATE_OK;
+    if (!scope_tree_refresh(&ctx->scopes))
+        return ctx_oom(ctx);
+    elem_types types;
+    if (!elem_types_build(&types, &ctx->scopes))
+        return ctx_oom(ctx);
+    rnnstate_status st = RNNSTATE_OK;
+    for (size_t i = 0; st == RNNSTATE_OK && i < a->n_needs; i++)
+        st = cache_one(ctx, &types, &a->needs[i], op_count_before(a, i));
+    elem_types_free(&types);
+    if (st == RNNSTATE_OK && ctx->model->ir_version < 4 &&
+        ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL)
+        ctx->model->ir_version = 4; /* an initializer as an input's default */
+    if (st == RNNSTATE_OK && !scope_tree_flush(&ctx->scopes))
+        st = ctx_oom(ctx);
+    ctx->scopes.stale = true;
+    ctx->changed = true;
+    return st;
+}
