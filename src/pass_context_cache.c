@@ -94,10 +94,16 @@ static const char *add_node(cache_job *j, const char *op, const char *what, cons
 static const char *with_default(cache_job *j)
 {
     int64_t t = j->need->time_axis, frames = j->need->frames, dims[MAX_RANK];
-    for (int64_t i = 0; i < j->rank; i++)
-        dims[i] = i == t ? frames : 1;
+    size_t count = 1;
+    for (int64_t i = 0; i < j->rank; i++) {
+        /* ONNX Runtime wants the input's fixed sizes; 1 broadcasts the others */
+        const dim_info *d = &j->dims[i];
+        dims[i] = i == t ? frames : d->known && !d->param ? d->value : 1;
+        if (dims[i] < 0 || !shape_element_count(dims, (size_t)i + 1, &count))
+            return NULL;
+    }
     Onnx__TensorProto *zeros = tensor_shell_new(j->names[0], j->elem_type, dims, (size_t)j->rank);
-    size_t bytes = dtype_size(j->elem_type) * (size_t)frames;
+    size_t bytes = dtype_size(j->elem_type) * count;
     unsigned char *raw = zeros && bytes ? calloc(1, bytes) : NULL;
     if (!raw) {
         if (zeros)
