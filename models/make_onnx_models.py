@@ -249,7 +249,7 @@ def finish(graph, opset=OPSET, ir_version=None, extra_opsets=()):
 #   comparisons in onnxruntime-node, where 1e-5 is too tight), ort_optional
 #   and ort_optional_note (False, and why: ONNX Runtime runs the rewritten
 #   model only with required state inputs) and state_inputs (the inputs of the state pairs a careful human names, checked
-#   exactly by tests/e2e/stream_check.js).
+#   exactly by tests/e2e/stream_check.js), context_inputs (those of them whose pairs are of kind context).
 # --------------------------------------------------------------------------
 
 def x_feed(rng, shape, dtype=np.float32):
@@ -774,8 +774,33 @@ F_BINS = 5      # frequency bins of the DPCRN-like model (the intra-frame sequen
 H_INTRA = 4     # hidden size of its intra-frame GRUs
 
 
+def causal_conv_t(g, v, cache, W, B, cache_out):
+    """A GTCRN/DPCRN-style cached convolution along time on v [T, F, C]: the
+    cache [1, C, k-1, F] is concatenated in front of this call's frames (in
+    place of zero padding), an unpadded Conv (k, 1) runs over them, and the
+    newest k-1 frames of the concatenation are the next call's cache."""
+    k = W.shape[2]
+    xt = g.op("Transpose", [unsqueeze(g, v, [0])], perm=[0, 3, 1, 2])     # [1, C, T, F]
+    cat = g.op("Concat", [cache, xt], axis=2)                               # [1, C, k-1+T, F]
+    g.op("Slice", [cat, g.const([-(k - 1)]), g.const([2 ** 63 - 1]), g.const([2])],
+         outputs=[cache_out])
+    y = g.op("Conv", [cat, g.init(g.scope.strip("/") + ".W", W), g.init(g.scope.strip("/") + ".B", B)],
+             kernel_shape=[k, 1])                                           # [1, C', T, F]
+    return squeeze(g, g.op("Transpose", [y], perm=[0, 2, 3, 1]), [0])       # [T, F, C']
+
+
+def np_causal_conv_t(v, cache, W, B):
+    """v [T, F, C], cache [1, C, k-1, F] -> (y [T, F, C'], new cache)."""
+    k = W.shape[2]
+    cat = np.concatenate([cache[0].transpose(1, 2, 0), v], axis=0)         # [k-1+T, F, C]
+    T = v.shape[0]
+    y = sum(np.einsum("tfc,oc->tfo", cat[j:j + T], W[:, :, j, 0]) for j in range(k)) + B
+    return y, cat[T:].transpose(2, 0, 1)[None]
+
+
 def dpcrn_cache(rng):
     nm = Namer()
+    W_enc, B_enc = dense(rng, IN * 2, IN).T.reshape(IN, IN, 2, 1).copy(), dense(rng, 1, IN)[0]
     blocks = []
     c_in = IN
     for b in range(2):
@@ -784,8 +809,9 @@ def dpcrn_cache(rng):
         Wt, Rt, Bt = gru_weights(rng, 1, IN, HID)
         blocks.append((Wi, Ri, Bi, P, Wt, Rt, Bt))
         c_in = HID
-    g = Graph(nm, "")
-    v = "x"                                  # [T, F, C]
+    W_dec, B_dec = dense(rng, HID * 3, HID).T.reshape(HID, HID, 3, 1).copy(), dense(rng, 1, HID)[0]
+    g = Graph(nm, "/encoder")
+    v = causal_conv_t(g, "x", "enc_cache", W_enc, B_enc, "enc_cache_out")   # [T, F, C]
     cache = "inter_cache"                    # [blocks, 1, F, H]
     for b, (Wi, Ri, Bi, P, Wt, Rt, Bt) in enumerate(blocks):
         g.scope = "/dpgrnn%d/intra" % b
@@ -805,14 +831,20 @@ def dpcrn_cache(rng):
         upd = g.op("Reshape", [Yh, g.const([1, 1, F_BINS, HID])])
         cache = g.op("ScatterND", [cache, g.const([[b]]), upd],
                      outputs=["inter_cache_out"] if b == 1 else None)
+    g.scope = "/decoder"
+    v = causal_conv_t(g, v, "dec_cache", W_dec, B_dec, "dec_cache_out")   # [T, F, H]
     g.scope = ""
     g.op("Identity", [v], outputs=["y"])
     graph = g.make("dpcrn_cache",
-                   [vinfo("x", F32, ["T", F_BINS, IN]), vinfo("inter_cache", F32, [2, 1, F_BINS, HID])],
-                   [vinfo("y", F32, ["T", F_BINS, HID]), vinfo("inter_cache_out", F32, [2, 1, F_BINS, HID])])
+                   [vinfo("x", F32, ["T", F_BINS, IN]), vinfo("inter_cache", F32, [2, 1, F_BINS, HID]),
+                    vinfo("enc_cache", F32, [1, IN, 1, F_BINS]), vinfo("dec_cache", F32, [1, HID, 2, F_BINS])],
+                   [vinfo("y", F32, ["T", F_BINS, HID]), vinfo("inter_cache_out", F32, [2, 1, F_BINS, HID]),
+                    vinfo("enc_cache_out", F32, [1, IN, 1, F_BINS]),
+                    vinfo("dec_cache_out", F32, [1, HID, 2, F_BINS])])
 
     def ref(f):
         v, cache = f["x"].astype(np.float64), f["inter_cache"].astype(np.float64)
+        v, enc_out = np_causal_conv_t(v, f["enc_cache"].astype(np.float64), W_enc, B_enc)
         out = cache.copy()
         for b, (Wi, Ri, Bi, P, Wt, Rt, Bt) in enumerate(blocks):
             xi = v.transpose(1, 0, 2)
@@ -821,20 +853,30 @@ def dpcrn_cache(rng):
             Y, Yh = np_gru(u, Wt, Rt, Bt, cache[b])
             v = Y[:, 0]
             out[b] = Yh
-        return {"y": v, "inter_cache_out": out}
+        v, dec_out = np_causal_conv_t(v, f["dec_cache"].astype(np.float64), W_dec, B_dec)
+        return {"y": v, "inter_cache_out": out, "enc_cache_out": enc_out, "dec_cache_out": dec_out}
 
     return dict(
         model=finish(graph),
-        description="Already stateful (DPCRN/UL-UNAS/GTCRN-like): x [T frames, 5 bins, 8]; two blocks, each an "
+        description="Already stateful (DPCRN/UL-UNAS/GTCRN-like): x [T frames, 5 bins, 8]; an encoder Conv (2,1) "
+                    "along time whose frame of context is enc_cache [1,8,1,5], Concat-ed in front of the frames "
+                    "(the newest frame, Slice -1:, is enc_cache_out); two blocks, each an "
                     "intra-frame bidirectional GRU(.,4) across the 5 bins (batch = frames) that starts from zeros "
                     "at every call (block 0: ConstantOfShape, block 1: absent initial_h), then a time GRU(8,16) "
                     "(batch = bins) whose initial_h is Gather(cache, b) and whose Y_h is written back with "
-                    "ScatterND(cache, [[b]], Reshape(Y_h)); block 1 reads the cache after block 0's ScatterND. "
-                    "The tool must add nothing: pair inter_cache -> inter_cache_out, intra GRUs left reset",
+                    "ScatterND(cache, [[b]], Reshape(Y_h)); block 1 reads the cache after block 0's ScatterND; "
+                    "a decoder Conv (3,1) along time with dec_cache [1,16,2,5] -> dec_cache_out the same way. "
+                    "The tool must add nothing: pair inter_cache -> inter_cache_out (recurrent), enc_cache and "
+                    "dec_cache to their *_out (context), intra GRUs left reset",
         inputs=[("x", F32, [T, F_BINS, IN], 0, "random"),
-                ("inter_cache", F32, [2, 1, F_BINS, HID], None, "zeros")],
-        outputs=[("y", 0), ("inter_cache_out", None)], streamable=True, ort=True, ref=ref,
-        cases=[{"inter_cache": x_feed(rng, (2, 1, F_BINS, HID))}])
+                ("inter_cache", F32, [2, 1, F_BINS, HID], None, "zeros"),
+                ("enc_cache", F32, [1, IN, 1, F_BINS], None, "zeros"),
+                ("dec_cache", F32, [1, HID, 2, F_BINS], None, "zeros")],
+        outputs=[("y", 0), ("inter_cache_out", None), ("enc_cache_out", None), ("dec_cache_out", None)],
+        streamable=True, ort=True, ref=ref,
+        state_inputs=["inter_cache", "enc_cache", "dec_cache"], context_inputs=["enc_cache", "dec_cache"],
+        cases=[{"inter_cache": x_feed(rng, (2, 1, F_BINS, HID)), "enc_cache": x_feed(rng, (1, IN, 1, F_BINS)),
+                "dec_cache": x_feed(rng, (1, HID, 2, F_BINS))}])
 
 
 def encdec_handoff(rng):
@@ -1091,7 +1133,8 @@ def manifest_entry(fname, spec, model):
         "streamable": spec["streamable"],
         "ort": spec["ort"],
     }
-    for key in ("atol", "ort_optional", "ort_optional_note", "verify_fails", "state_inputs"):
+    for key in ("atol", "ort_optional", "ort_optional_note", "verify_fails", "state_inputs",
+                "context_inputs"):
         if key in spec:
             entry[key] = spec[key]
     return entry

@@ -637,7 +637,8 @@ static bool through_identity(shape_query *q, const scope *o, const Onnx__NodePro
                              int64_t axis, int depth, dim_info *out, bool *done)
 {
     *done = true;
-    if ((node_op_in(p, batch_keeping_ops) && axis != 1) || node_op_is(p, "Pad") ||
+    bool global = !strncmp(str_or_empty(p->op_type), "Global", 6); /* reduce their axes */
+    if ((node_op_in(p, batch_keeping_ops) && axis != 1 && !global) || node_op_is(p, "Pad") ||
         node_op_is(p, "Slice"))
         return infer_dim_at(q, o, node_input(p, 0), axis, depth + 1, out);
     const scope *ys;
@@ -669,8 +670,12 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
         return through_recurrent(q, o, p, slot, axis, depth, out);
     if (node_op_in(p, same_shape_ops))
         return infer_dim_at(q, o, in0, axis, depth + 1, out);
-    if (node_op_in(p, batch_keeping_ops))
-        return axis != 0 || infer_dim_at(q, o, in0, 0, depth + 1, out);
+    if (node_op_in(p, batch_keeping_ops)) {
+        /* a spatial axis (not of the Global pools, which reduce them) runs
+         * along the same input axis, with another length */
+        bool spatial = axis >= 2 && q->to_input && strncmp(str_or_empty(p->op_type), "Global", 6);
+        return (axis != 0 && !spatial) || infer_dim_at(q, o, in0, axis, depth + 1, out);
+    }
     if (node_op_in(p, reduce_ops))
         return through_removed_axes(q, o, p, node_attr_int(p, "keepdims", 1) != 0, axis, depth,
                                     out);
@@ -688,8 +693,14 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
         return through_broadcast(q, o, p, axis, depth, out);
     if (node_op_is(p, "Concat")) {
         int64_t r = rank_of(q, o, in0, depth + 1), c = node_attr_int(p, "axis", 0);
-        if (r < 0 || (c < 0 ? c + r : c) == axis)
+        if (r < 0)
             return true;
+        /* along the Concat's axis the dimension is a sum; the input axis it
+         * runs along is the last input's (a context cache, GTCRN's and
+         * DPCRN's, puts the cached frames first and this call's last) */
+        if ((c < 0 ? c + r : c) == axis)
+            return !q->to_input ||
+                   infer_dim_at(q, o, str_or_empty(p->input[p->n_input - 1]), axis, depth + 1, out);
         return infer_dim_at(q, o, in0, axis, depth + 1, out);
     }
     return true;

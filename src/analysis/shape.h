@@ -74,7 +74,8 @@ bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out);
 
 /* The axis of a main-graph input that dimension `axis` of `value` is,
  * traced back through the ops infer_dim() follows and through the spatial
- * axes of convolutions and pools and Pad (past declared shapes, and out of
+ * axes of convolutions and pools and Pad, and along a Concat's axis into its
+ * last input (this call's frames, after a context cache) (past declared shapes, and out of
  * subgraphs to the values they read from enclosing graphs): *input names the
  * input (a string of the graph) and *input_axis its axis, or *input is NULL
  * when the trace ends elsewhere (a Reshape that builds the dimension, an op

@@ -4,7 +4,8 @@
  *
  * Phase 1 (plan.c) analyses every node; phase 2 carries the plans out, input
  * side (inputs.c) then output side (outputs.c), and records each state pair
- * in the report (see state.h). */
+ * in the report (see state.h). Then the caches the model already carries
+ * for its convolutions are reported as context pairs (own_caches.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "array.h"
 #include "passes.h"
 #include "state/contract.h"
+#include "state/own_caches.h"
 #include "state/state.h"
 #include "strbuf.h"
 
@@ -247,16 +249,25 @@ rnnstate_status pass_state(rewrite_ctx *ctx)
         st = ctx_oom(ctx);
     if (st == RNNSTATE_OK)
         settle_statuses(ctx, &plans);
-    if (st == RNNSTATE_OK)
-        remove_dropped_defaults(ctx);
-    /* the indices stay valid where nothing was applied or dropped (every
-     * node skipped, reset or already stateful) */
-    bool touched = ctx->dropped.count > 0;
+    /* the indices stay valid where nothing was applied (every node skipped,
+     * reset or already stateful) */
+    bool touched = false;
     for (size_t i = 0; i < plans.n; i++)
         touched |= !plans.plans[i].skipped;
     if (st == RNNSTATE_OK && !scope_tree_flush(&ctx->scopes))
         st = ctx_oom(ctx);
     ctx->scopes.stale |= touched;
+    /* the model's own context caches, once the recurrent pairs are known,
+     * on an index that describes the graph (the next pass reads it anyway) */
+    if (st == RNNSTATE_OK && plans.n && !scope_tree_refresh(&ctx->scopes))
+        st = ctx_oom(ctx);
+    if (st == RNNSTATE_OK && plans.n)
+        st = report_own_caches(ctx);
+    if (st == RNNSTATE_OK && report_builder_failed(&ctx->report))
+        st = ctx_oom(ctx);
+    if (st == RNNSTATE_OK)
+        remove_dropped_defaults(ctx);
+    ctx->scopes.stale |= ctx->dropped.count > 0;
     free(pending.items);
     plan_list_free(&plans);
     return st;

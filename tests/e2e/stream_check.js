@@ -34,7 +34,8 @@
 //              the tool adds on top of the author's would change it.
 //   pairs      when the manifest entry lists "state_inputs" (the pairs a
 //              careful human names), the report's pair inputs are exactly
-//              those, each once.
+//              those, each once; with "context_inputs", the inputs of the
+//              pairs of kind context are exactly those.
 // The manifest entry's "carried" ({ input: output }) names caches that are
 // not recurrent state (GTCRN's convolution cache): both streams feed them
 // back. An entry with "ort": false (ONNX Runtime cannot run the model) gets
@@ -298,6 +299,12 @@ async function main(argv) {
     const got = pairs.map((p) => p.input).sort();
     if (JSON.stringify(want) === JSON.stringify(got)) checks.pass('pairs: the expected state inputs', want.join(', '));
     else checks.fail('pairs: the expected state inputs', `expected [${want.join(', ')}], reported [${got.join(', ')}]`);
+  }
+  if (entry.context_inputs) {
+    const want = [...entry.context_inputs].sort();
+    const got = pairs.filter((p) => p.kind === 'context').map((p) => p.input).sort();
+    if (JSON.stringify(want) === JSON.stringify(got)) checks.pass('pairs: the expected context pairs', want.join(', '));
+    else checks.fail('pairs: the expected context pairs', `expected [${want.join(', ')}], reported [${got.join(', ')}]`);
   }
   const infoR = lib.readModelInfo(args.rewritten);
   const infoO = lib.readModelInfo(args.original);

@@ -58,13 +58,19 @@ function repeatedStrings(buf, start, end, field) {
 // name, direction, initialState: [initial_h, initial_c] value names }, and
 // `out.producers` with value name -> the names it is computed from (a node's
 // inputs; for a node holding subgraphs, also the values those subgraphs
-// output, which is how an If's output depends on its branches).
+// output, which is how an If's output depends on its branches; none for
+// Shape and Size).
+const SHAPE_ONLY_OPS = new Set(['Shape', 'Size']);
+
 function walkGraph(buf, start, end, out) {
   for (const [ns, ne] of subMessages(buf, start, end, 1)) {
     const op = stringField(buf, ns, ne, 4);
     const inputs = repeatedStrings(buf, ns, ne, 1);
     const outputs = repeatedStrings(buf, ns, ne, 2);
-    const sources = inputs.filter((v) => v);
+    // Shape and Size read only their input's shape, not its values: a zero
+    // state sized from the frames (PyTorch's ConstantOfShape(Shape(x)))
+    // does not depend on a cache concatenated in front of them.
+    const sources = SHAPE_ONLY_OPS.has(op) ? [] : inputs.filter((v) => v);
     let direction = 'forward';
     for (const [as, ae] of subMessages(buf, ns, ne, 5)) {
       const attr = stringField(buf, as, ae, 1);
