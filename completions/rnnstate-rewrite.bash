@@ -41,7 +41,7 @@ _rnnstate_rewrite()
 
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '-o --output -d --output-dir -r --recursive -n --dry-run
-            --check --sync --no-sync --state-inputs= --include --exclude --to-layout0
+            --check --sync --no-sync --state-inputs= --include --exclude --to-layout0 --time --no-context-caches
             --name-template --max-model-size --json -q --quiet -v --verbose
             --fail-on-skip -j --jobs -h --help -V --version' -- "$cur"))
         [[ ${COMPREPLY-} == *= ]] && compopt -o nospace

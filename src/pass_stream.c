@@ -88,6 +88,7 @@ static rnnstate_status declared_sources(rewrite_ctx *ctx)
 rnnstate_status pass_stream_analyse(rewrite_ctx *ctx)
 {
     rnnstate_status st = declared_sources(ctx);
+    ctx->n_declared_sources = ctx->n_time_sources;
     for (size_t i = 0; st == RNNSTATE_OK && i < ctx->n_time_traces; i++) {
         const time_trace *t = &ctx->time_traces[i];
         const Onnx__ValueInfoProto *vi = t->input ? main_input(ctx, t->input) : NULL;
@@ -180,7 +181,8 @@ rnnstate_status pass_stream_verdict(rewrite_ctx *ctx)
                       none ? RNNSTATE_STREAM_NONE
                            : unknown ? RNNSTATE_STREAM_UNKNOWN : RNNSTATE_STREAM_EXACT,
                       a->chunk_multiple ? a->chunk_multiple : 1);
-    for (size_t i = 0; i < ctx->n_time_sources; i++)
+    /* the traced ones are recorded by pass_time_axis, for the nodes along time */
+    for (size_t i = 0; i < ctx->n_declared_sources; i++)
         report_add_time_axis(&ctx->report, ctx->time_sources[i].input,
                              ctx->time_sources[i].axis);
     return report_builder_failed(&ctx->report) ? ctx_oom(ctx) : RNNSTATE_OK;

@@ -54,6 +54,7 @@ typedef struct rewrite_ctx {
      * main graph's inputs), and what it found (pass_stream.c). */
     rnnstate_time_axis *time_sources;
     size_t n_time_sources;
+    size_t n_declared_sources; /* the first ones: --time and their followers */
     stream_analysis stream;
     bool changed;   /* the graph was rewritten */
     bool annotated; /* only the metadata entries were written */

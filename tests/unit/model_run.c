@@ -128,7 +128,8 @@ void mb_assert_annotated(const mb_run *run, const char *state_json, const char *
     free(out_graph);
     onnx__model_proto__free_unpacked(in, NULL);
     assert_true(same);
-    assert_int_equal(run->model->n_metadata_props, 2);
+    /* the pairs, the time axes and the stream verdict */
+    assert_int_equal(run->model->n_metadata_props, 3);
     assert_string_equal(run->model->metadata_props[0]->key, RNNSTATE_METADATA_KEY);
     assert_string_equal(run->model->metadata_props[0]->value, state_json);
     assert_string_equal(run->model->metadata_props[1]->key, RNNSTATE_TIME_METADATA_KEY);

@@ -472,7 +472,8 @@ static void test_json_stream_writes_each_entry_as_it_is_added(void **state)
     rnnstate_json_stream_add(&json, &results[0]);
     const char *first = "    {\"input\": \"a\\\".onnx\", \"output\": null, \"status\": \"error\", "
                         "\"error\": \"a\\\".onnx: not an ONNX model\",\n     \"nodes\": [],\n     "
-                        "\"state\": [],\n     \"time_axes\": [],\n     \"notes\": []}";
+                        "\"state\": [],\n     \"time_axes\": [],\n     \"stream\": null,\n     "
+                        "\"notes\": []}";
     assert_string_equal(text + head, first);
     size_t before_second = len;
     rnnstate_json_stream_add(&json, &results[1]);

@@ -102,7 +102,7 @@ static void test_new_pair_in_layout_0_has_batch_axis_1(void **state)
     assert_string_equal(metadata_state(run.model),
                         "[{\"input\": \"GRU_0_initial_h\", \"output\": \"GRU_0_Y_h\", \"shape\": "
                         "[1, \"batch\", 4], \"dtype\": \"float32\", \"batch_axis\": 1, "
-                        "\"optional\": true}]");
+                        "\"optional\": true, \"kind\": \"recurrent\"}]");
     mb_run_free(&run);
 }
 
@@ -216,7 +216,7 @@ static void test_already_stateful_model_is_annotated_and_a_second_run_changes_no
     assert_string_equal(mb_pairs_str(run.report), "h0->hn:1,batch,4:float32:1");
     assert_string_equal(metadata_state(run.model),
                         "[{\"input\": \"h0\", \"output\": \"hn\", \"shape\": [1, \"batch\", 4], "
-                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]");
+                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false, \"kind\": \"recurrent\"}]");
     /* the graph is the one that went in */
     assert_string_equal(mb_input_names(run.g), "X,h0");
     assert_string_equal(mb_output_names(run.g), "Y,hn");
@@ -250,7 +250,7 @@ static void test_stale_metadata_is_replaced(void **state)
 
     mb_assert_annotated(&run,
                         "[{\"input\": \"h0\", \"output\": \"hn\", \"shape\": [1, \"batch\", 4], "
-                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]",
+                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false, \"kind\": \"recurrent\"}]",
                         "[{\"input\": \"X\", \"axis\": 0}]");
     mb_run_free(&run);
 }

@@ -390,8 +390,9 @@ static void test_a_absent_state_dynamic_batch_gets_input_with_expanded_zero_defa
     assert_int_equal(run->report->n_notes, 0);
     /* the pairs are recorded in the model's metadata (and the time axis,
      * test_time_axis.c) */
-    assert_int_equal(run->model->n_metadata_props, 2);
+    assert_int_equal(run->model->n_metadata_props, 3);
     assert_string_equal(run->model->metadata_props[1]->key, RNNSTATE_TIME_METADATA_KEY);
+    assert_string_equal(run->model->metadata_props[2]->key, RNNSTATE_STREAM_METADATA_KEY);
     assert_string_equal(run->model->metadata_props[0]->key, RNNSTATE_METADATA_KEY);
     assert_non_null(strstr(run->model->metadata_props[0]->value, "\"GRU_0_initial_h\""));
     assert_non_null(strstr(run->model->metadata_props[0]->value, "\"GRU_0_Y_h\""));
@@ -576,7 +577,7 @@ static void test_b_state_input_and_output_already_exposed_are_only_annotated(voi
 
     mb_assert_annotated(run,
                         "[{\"input\": \"h0\", \"output\": \"hn\", \"shape\": [1, \"batch\", 4], "
-                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]",
+                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false, \"kind\": \"recurrent\"}]",
                         "[{\"input\": \"X\", \"axis\": 0}]");
     const rnnstate_node_report *n =
         assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_ALREADY_EXPOSED, "", "");
@@ -1080,7 +1081,7 @@ static void test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing(void *
 
     mb_assert_annotated(run,
                         "[{\"input\": \"h0\", \"output\": \"hn\", \"shape\": [2, \"batch\", 4], "
-                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false}]",
+                        "\"dtype\": \"float32\", \"batch_axis\": 1, \"optional\": false, \"kind\": \"recurrent\"}]",
                         "[{\"input\": \"X\", \"axis\": 0}]");
     assert_int_equal(run->report->n_nodes, 2);
     const rnnstate_node_report *n0 = assert_node_report(
