@@ -12,7 +12,10 @@
  * Transpose, Identity, Cast, ScatterND, Expand), with at least one tail. I
  * and O declare one element type and one shape, and no other output
  * qualifies for I. Anything else is left unpaired: a false pair would be
- * fed back and silently change the model's output. */
+ * fed back and silently change the model's output. They are reported
+ * whatever options.context_caches says: they already are part of the
+ * model's interface, and a caller that does not feed them back gets wrong
+ * output. */
 #ifndef RNNSTATE_STATE_OWN_CACHES_H
 #define RNNSTATE_STATE_OWN_CACHES_H
 

@@ -23,7 +23,9 @@
  *   inputs.c    phase 2, input side
  *   outputs.c   phase 2, output side, threading final states out of If branches
  *   slices.c    half-stateful inputs: one output assembled from row slices
- *   chains.c    (phase 1) nodes reset at every call, hand-offs, carried pairs */
+ *   chains.c    (phase 1) nodes reset at every call, hand-offs, carried pairs
+ *   own_caches.c after phase 2: the context caches the model already carries,
+ *               reported as context pairs (nothing added) */
 #ifndef RNNSTATE_STATE_STATE_H
 #define RNNSTATE_STATE_STATE_H
 
