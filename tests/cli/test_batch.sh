@@ -317,7 +317,7 @@ eq "--json: statuses" "$(js "$work/four.json" 'r.models.map(m => m.status).join(
 eq "--json: node statuses" "$(js "$work/four.json" 'r.models.map(m => m.nodes.map(n => n.op + ":" + n.status).join(",")).join(" ")')" \
   "GRU:updated GRU:already-exposed,GRU:already-exposed LSTM:skipped GRU:updated,GRU:updated"
 eq "--json: a pair already in the model" "$(js "$work/four.json" 'r.models[1].state')" \
-  '[{"input":"h0","output":"hn","shape":[2,"batch",16],"dtype":"float32","batch_axis":1,"optional":false,"added":false}]'
+  '[{"input":"h0","output":"hn","shape":[2,"batch",16],"dtype":"float32","batch_axis":1,"optional":false,"kind":"recurrent","added":false}]'
 eq "--json: fixed sequence length flagged" "$(js "$work/four.json" 'r.models[3].nodes.map(n => [n.name, n.fixed_sequence_length, n.warnings.length])')" \
   '[["time_gru",null,0],["freq_gru",5,1]]'
 has "--json: the flag's warning" "$(js "$work/four.json" 'r.models[3].nodes[1].warnings[0]')" "the sequence length is fixed at 5"
@@ -406,7 +406,7 @@ for m in "$m_gru" "$m_den" "$m_lstm" "$f_freq"; do
 done
 eq "metadata: 'optional' says required" "$(info "$work/meta.onnx" | js /dev/stdin 'JSON.parse(r.metadata["rnnstate.state"]).map(p => p.optional)')" "[false,false]"
 eq "annotated model: its pair in the metadata" "$(info "$work/many/c.updated.onnx" | js /dev/stdin 'r.metadata["rnnstate.state"]')" \
-  '[{"input": "h0", "output": "hn", "shape": [2, "batch", 16], "dtype": "float32", "batch_axis": 1, "optional": false}]'
+  '[{"input": "h0", "output": "hn", "shape": [2, "batch", 16], "dtype": "float32", "batch_axis": 1, "optional": false, "kind": "recurrent"}]'
 eq "model without state pairs: no metadata added" "$(info "$work/skip.onnx" | js /dev/stdin 'Object.keys(r.metadata)')" "[]"
 
 # ---- --check ---------------------------------------------------------------------
