@@ -4,6 +4,7 @@
 // the model itself, in ONNX Runtime. See USAGE.
 
 const { verify, UsageError, DEFAULTS } = require('../lib/verify');
+const { describeBlockers } = require('../lib/state');
 const { version } = require('../package.json');
 
 const USAGE = `usage: rnnstate-verify [OPTIONS] ORIGINAL REWRITTEN
@@ -13,13 +14,17 @@ Checks, in ONNX Runtime, that REWRITTEN (ORIGINAL after rnnstate-rewrite)
   no-state  gives ORIGINAL's outputs when no state is fed;
   chunked   gives the whole-sequence outputs when the sequence is cut into chunks
             of unequal sizes and every state pair is fed back from one call to the next.
-The pairs and the time axis come from REWRITTEN's metadata (rnnstate.state, rnnstate.time).
+The pairs, the time axis and the streaming verdict come from REWRITTEN's metadata
+(rnnstate.state, rnnstate.time, rnnstate.stream): chunks are multiples of the verdict's
+chunk_multiple; on a model whose verdict is 'none' the chunked check fails with the
+rewriter's blockers as its reason; an 'unknown' verdict is named in the check's reason.
 
 Inputs:
       --input NAME=FILE.npy  feed input NAME from a .npy file (repeatable); the other
                              inputs are random, shaped as ORIGINAL declares them
       --dim NAME=VALUE       size of the symbolic dimension NAME of random inputs (repeatable;
-                             default ${DEFAULTS.timeLength} on a time axis, ${DEFAULTS.otherDim} elsewhere)
+                             default ${DEFAULTS.timeLength} on a time axis, rounded up to a multiple of
+                             chunk_multiple, ${DEFAULTS.otherDim} elsewhere)
       --seed N               seed of the random inputs (default ${DEFAULTS.seed})
 Chunks:
       --chunks N             number of chunks (default ${DEFAULTS.chunks}; 0 skips the chunked check)
@@ -118,6 +123,11 @@ function printText(r, out) {
   for (const i of r.inputs) out(`  input ${i.name}: ${i.dtype} [${i.dims.join(',')}] (${i.source})`);
   out(`  time axis: ${r.time_axes.map((t) => `${t.input}:${t.axis}`).join(', ') || 'none'}`
     + `${r.time_axes_from ? ` (${r.time_axes_from})` : ''}`);
+  if (r.stream) {
+    const how = r.stream.verdict === 'exact' ? `, chunks of any multiple of ${r.stream.chunk_multiple} step(s)`
+      : `: ${describeBlockers(r.stream)}`;
+    out(`  stream: ${r.stream.verdict}${how} (rnnstate.stream)`);
+  }
   for (const c of r.checks) {
     out(`${c.status.toUpperCase()} ${c.name}: ${c.reason}`);
     for (const o of c.outputs) {

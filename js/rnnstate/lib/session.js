@@ -1,9 +1,13 @@
 'use strict';
 // StatefulSession: runs a model rewritten by rnnstate-rewrite call after call,
-// feeding each state pair's output back as its input.
+// feeding each state pair's output back as its input (recurrent and context
+// pairs alike), in chunks whose length along the time axes is a multiple of
+// the model's chunk_multiple (rnnstate.stream).
 
 const { readModelFile, withoutInitializers } = require('./onnx_model');
-const { statePairs, timeAxes, resolveStateShape } = require('./state');
+const {
+  statePairs, timeAxes, streamInfo, describeBlockers, resolveStateShape,
+} = require('./state');
 const { zerosTensor } = require('./tensor');
 const { loadOrt, asOrtTensor } = require('./ort');
 
@@ -21,10 +25,26 @@ function sessionSource(path, bytes, model, pairs) {
 class StatefulSession {
   // Opens a rewritten model. The pairs come from its metadata (rnnstate.state)
   // unless options.pairs ([{ input, output }]) gives them, e.g. for a model
-  // that was already stateful (the rewriter leaves those unchanged, without
-  // metadata). options.sessionOptions go to ort.InferenceSession.create.
+  // never run through rnnstate-rewrite; the time axes likewise from
+  // rnnstate.time unless options.time ([{ input, axis }]) gives them.
+  // options.sessionOptions go to ort.InferenceSession.create.
+  // A model whose verdict (rnnstate.stream) is `none` cannot stream exactly:
+  // create() refuses it, naming the rewriter's blockers, unless
+  // options.allowInexact is true (the outputs will then differ from one
+  // whole-sequence call). An `unknown` verdict opens with a warning
+  // (process.emitWarning, code RNNSTATE_STREAM_UNKNOWN).
   static async create(path, options = {}) {
     const { bytes, model } = readModelFile(path);
+    const stream = streamInfo(model, path);
+    if (stream && stream.verdict === 'none' && !options.allowInexact) {
+      throw new Error(`${path}: the model cannot stream exactly (rnnstate.stream: verdict none): feeding the state `
+        + `pairs back will not reproduce the whole-sequence outputs: ${describeBlockers(stream)} `
+        + '(options.allowInexact: true streams it anyway)');
+    }
+    if (stream && stream.verdict === 'unknown') {
+      process.emitWarning(`${path}: the rewriter could not tell whether the model streams exactly `
+        + `(rnnstate.stream: verdict unknown): ${describeBlockers(stream)}`, { code: 'RNNSTATE_STREAM_UNKNOWN' });
+    }
     const pairs = options.pairs || statePairs(model, path);
     if (!pairs) {
       throw new Error(`${path}: no state pairs (no rnnstate.state metadata): rewrite the model with rnnstate-rewrite, `
@@ -45,12 +65,16 @@ class StatefulSession {
     } catch (e) {
       throw new Error(`${path}: ONNX Runtime cannot load the model: ${e.message}`);
     }
-    return new StatefulSession(session, model, pairs, timeAxes(model, path) || []);
+    return new StatefulSession(session, model, pairs, options.time || timeAxes(model, path) || [], stream, path);
   }
 
-  constructor(session, model, pairs, times) {
+  constructor(session, model, pairs, times, stream = null, path = 'the model') {
     this.session = session;
     this.model = model;
+    this.path = path;
+    // { verdict, chunk_multiple, blockers } from rnnstate.stream, or null
+    this.stream = stream;
+    this.chunkMultiple = stream ? stream.chunk_multiple : 1;
     // Each pair with its declared shape and dtype where the pair leaves them
     // out (pairs given by the caller).
     this.pairs = pairs.map((p) => {
@@ -82,10 +106,26 @@ class StatefulSession {
     return state;
   }
 
+  // Refuses a chunk whose length along a time axis is 0 (ONNX Runtime aborts
+  // the process on some of those) or not a multiple of chunk_multiple.
+  checkChunkLengths(feeds) {
+    for (const t of this.timeAxes) {
+      const fed = feeds[t.input];
+      if (!fed || !Object.prototype.hasOwnProperty.call(feeds, t.input) || t.axis >= fed.dims.length) continue;
+      const length = Number(fed.dims[t.axis]);
+      if (length === 0) throw new Error(`${this.path}: input ${t.input} has 0 steps along its time axis ${t.axis}`);
+      if (length % this.chunkMultiple) {
+        throw new Error(`${this.path}: input ${t.input} has ${length} steps along its time axis ${t.axis}: `
+          + `chunks must be a multiple of ${this.chunkMultiple} steps (rnnstate.stream chunk_multiple)`);
+      }
+    }
+  }
+
   // One call: `feeds` maps the model's inputs to tensors (a state input fed
   // here overrides the carried state for this call). Returns every output,
   // the state outputs included; the state outputs are kept for the next call.
   async run(feeds, runOptions) {
+    this.checkChunkLengths(feeds);
     const ortFeeds = {};
     for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = asOrtTensor(t);
     if (!this.state) this.state = this.zeroState(ortFeeds);

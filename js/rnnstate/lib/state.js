@@ -3,11 +3,22 @@
 // metadata_props, and the shape of a pair's zeros for a given first call.
 //   rnnstate.state: [{ "input", "output", "shape", "dtype", "optional",
 //                      "batch_axis" (when the rewriter records it) }]
+//   rnnstate.state: [{ "input", "output", "shape", "dtype", "optional",
+//                      "batch_axis", "kind": "recurrent" | "context" }]
+//                   (a context pair carries the last frames a causal
+//                   convolution or pool needs; it is fed back like the others)
 //   rnnstate.time:  [{ "input", "axis" }]: the graph inputs whose axis is the
-//                   sequence axis of the recurrent nodes
+//                   time axis
+//   rnnstate.stream: { "verdict": "exact" | "none" | "unknown",
+//                      "chunk_multiple": K, "blockers": [{ "graph", "op",
+//                      "name", "reason" }] }: whether chunks whose length is
+//                   a multiple of K, with every pair fed back, give the
+//                   whole-sequence outputs (absent: not analysed)
 
 const STATE_KEY = 'rnnstate.state';
 const TIME_KEY = 'rnnstate.time';
+const STREAM_KEY = 'rnnstate.stream';
+const VERDICTS = new Set(['exact', 'none', 'unknown']);
 
 function parseEntry(model, key, label) {
   const text = model.metadata[key];
@@ -37,6 +48,37 @@ function timeAxes(model, label) {
     throw new Error(`${label}: metadata ${TIME_KEY} has an entry without input or axis`);
   }
   return axes;
+}
+
+// The model's streaming verdict { verdict, chunk_multiple, blockers }, or
+// null when it records none (a model rewritten before the verdict existed,
+// or not analysed: it then behaves as it did, chunks of any length).
+function streamInfo(model, label) {
+  const text = model.metadata[STREAM_KEY];
+  if (text === undefined) return null;
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`${label}: metadata ${STREAM_KEY} is not JSON (${e.message})`);
+  }
+  if (value === null) return null;
+  const bad = (why) => new Error(`${label}: metadata ${STREAM_KEY} ${why}`);
+  if (typeof value !== 'object' || Array.isArray(value)) throw bad('is not a JSON object');
+  if (!VERDICTS.has(value.verdict)) throw bad(`has verdict ${JSON.stringify(value.verdict)}, not exact, none or unknown`);
+  const k = value.chunk_multiple === undefined ? 1 : value.chunk_multiple;
+  if (!Number.isSafeInteger(k) || k < 1) throw bad(`has chunk_multiple ${JSON.stringify(value.chunk_multiple)}, not a whole number >= 1`);
+  const blockers = value.blockers === undefined ? [] : value.blockers;
+  if (!Array.isArray(blockers) || blockers.some((b) => !b || typeof b !== 'object')) throw bad('has blockers that are not a list of objects');
+  return { verdict: value.verdict, chunk_multiple: k, blockers };
+}
+
+// The blockers in the words of the rewriter's text report:
+// "main Conv '/conv/Conv': looks 1 frame ahead: pads 1,1 along time; ...".
+function describeBlockers(stream) {
+  const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+  return stream.blockers.map((b) => `${text(b.graph ?? '?')} ${text(b.op ?? '?')} '${text(b.name ?? '')}': `
+    + `${text(b.reason ?? 'no reason given')}`).join('; ') || 'no blocker named';
 }
 
 // Symbolic dimension names bound by the fed inputs: a graph input declared
@@ -93,4 +135,6 @@ function resolveStateShape(pair, declaredInputs, feeds, times) {
   });
 }
 
-module.exports = { STATE_KEY, TIME_KEY, statePairs, timeAxes, boundDims, resolveStateShape };
+module.exports = {
+  STATE_KEY, TIME_KEY, STREAM_KEY, statePairs, timeAxes, streamInfo, describeBlockers, boundDims, resolveStateShape,
+};

@@ -4,15 +4,19 @@
 //             one element type and the same fixed dimensions;
 //   no-state  with no state fed (defaults, or zeros where the state inputs
 //             are required), REWRITTEN gives ORIGINAL's outputs;
-//   chunked   the sequence cut into chunks of unequal sizes, run through
+//   chunked   the sequence cut into chunks of unequal sizes, each a multiple
+//             of the model's chunk_multiple (rnnstate.stream), run through
 //             StatefulSession (every pair fed back), gives the outputs of one
 //             run over the whole sequence: time-indexed outputs joined along
 //             their time axis, the others (final states, ...) from the last
-//             chunk.
+//             chunk. On a model whose verdict is `none` it fails with the
+//             rewriter's blockers as its reason, without running.
 // verify() returns a plain result object; bin/rnnstate-verify.js prints it.
 
 const { dependsOn, readModelFile } = require('./onnx_model');
-const { statePairs, timeAxes, resolveStateShape } = require('./state');
+const {
+  statePairs, timeAxes, streamInfo, describeBlockers, resolveStateShape,
+} = require('./state');
 const tensor = require('./tensor');
 const { readNpy } = require('./npy');
 const { loadOrt, asOrtTensor } = require('./ort');
@@ -27,17 +31,27 @@ const NO_PAIRS = 'REWRITTEN records no state pairs (no rnnstate.state metadata, 
 // One thread: verification is small, and may run beside other work.
 const SESSION_OPTIONS = { intraOpNumThreads: 1, interOpNumThreads: 1, logSeverityLevel: 3 };
 
-// Chunk sizes adding up to `length`, not all equal when length allows it (so
-// that an output's time axis shows in its shape, and equal-size chunks cannot
-// hide an off-by-one): as even as possible, then one step moved from the last
-// chunk to the first (12 in 3 -> 5, 4, 3).
-function chunkSizes(length, parts) {
-  const sizes = Array.from({ length: parts }, (_, i) => Math.floor(length / parts) + (i < length % parts ? 1 : 0));
+// Chunk sizes adding up to `length`, each a multiple of `multiple` (length
+// must be one), not all equal when length allows it (so that an output's time
+// axis shows in its shape, and equal-size chunks cannot hide an off-by-one):
+// as even as possible in units of `multiple`, then one unit moved from the
+// last chunk to the first (12 in 3 -> 5, 4, 3; with multiple 2: 6, 4, 2).
+function chunkSizes(length, parts, multiple = 1) {
+  const units = Math.floor(length / multiple);
+  const sizes = Array.from({ length: parts }, (_, i) => Math.floor(units / parts) + (i < units % parts ? 1 : 0));
   if (parts > 1 && sizes.every((s) => s === sizes[0]) && sizes[parts - 1] > 1) {
     sizes[0]++;
     sizes[parts - 1]--;
   }
-  return sizes;
+  return sizes.map((s) => s * multiple);
+}
+
+// The length of a random input's time axis: DEFAULTS.timeLength rounded up to
+// a multiple of the model's chunk_multiple, and long enough for `parts`
+// chunks of unequal sizes that are each a multiple of it.
+function defaultTimeLength(multiple, parts) {
+  const least = Math.max(DEFAULTS.timeLength, (parts + 1) * multiple);
+  return Math.ceil(least / multiple) * multiple;
 }
 
 // Largest absolute and relative difference of two tensors, and whether every
@@ -71,10 +85,10 @@ function compare(actual, expected, atol, rtol) {
 
 // The value of a dimension of a random input: --dim for a named one, else
 // the default length on a time axis and DEFAULTS.otherDim elsewhere.
-function dimValue(dim, onTimeAxis, dims) {
+function dimValue(dim, onTimeAxis, dims, timeLength) {
   if (typeof dim === 'number' && dim > 0) return dim;
   if (typeof dim === 'string' && dim in dims) return dims[dim];
-  return onTimeAxis ? DEFAULTS.timeLength : DEFAULTS.otherDim;
+  return onTimeAxis ? timeLength : DEFAULTS.otherDim;
 }
 
 // The test inputs of ORIGINAL: its graph inputs without an initializer, from
@@ -109,7 +123,7 @@ function makeInputs(original, opts, times) {
           + `give it with --input ${input.name}=FILE.npy`);
       }
       const time = (times || []).find((x) => x.input === input.name);
-      const dims = input.shape.map((d, i) => dimValue(d, time && time.axis === i, opts.dims));
+      const dims = input.shape.map((d, i) => dimValue(d, time && time.axis === i, opts.dims, opts.timeLength));
       t = tensor.randomTensor(input.dtype, dims, opts.seed, input.name);
       source = `random, seed ${opts.seed}`;
     }
@@ -148,7 +162,10 @@ function checkPairs(original, rewritten, pairs) {
     }
   }
   if (problems.length) return check('pairs', 'fail', `the state pairs cannot carry the state: ${problems.join('; ')}`);
-  return check('pairs', 'pass', `${pairs.length} pair(s): ${pairs.map((p) => `${p.input} -> ${p.output}`).join(', ')}`);
+  // A context pair (a causal convolution's cache) says so; recurrent ones are
+  // the common case.
+  const described = pairs.map((p) => `${p.input} -> ${p.output}${p.kind === 'context' ? ' (context)' : ''}`);
+  return check('pairs', 'pass', `${pairs.length} pair(s): ${described.join(', ')}`);
 }
 
 async function runModel(path, feeds) {
@@ -203,8 +220,12 @@ async function checkNoState(ctx) {
 
 // Why the chunked check cannot run on this model, or null.
 function chunkedObstacle(ctx) {
-  const { rewritten, pairs, times, feeds, nChunks } = ctx;
+  const { rewritten, pairs, times, feeds, nChunks, stream } = ctx;
   if (!pairs) return NO_PAIRS;
+  if (stream && stream.verdict === 'none') {
+    return 'REWRITTEN cannot stream exactly (rnnstate.stream: verdict none): feeding the state pairs back will not '
+      + `reproduce the whole-sequence outputs: ${describeBlockers(stream)}`;
+  }
   // A backward node that starts from a constant at every call (an intra-frame
   // GRU across frequency bins, left reset by the rewrite) carries nothing
   // from chunk to chunk; one whose initial state comes from a state input
@@ -236,7 +257,15 @@ function chunkedObstacle(ctx) {
   if (lengths.some((n) => n !== lengths[0])) {
     return `the time axes have different lengths (${times.map((t, i) => `${t.input}:${t.axis} ${lengths[i]}`).join(', ')})`;
   }
-  if (lengths[0] < nChunks) return `a sequence of ${lengths[0]} steps cannot be cut into ${nChunks} chunks`;
+  const multiple = stream ? stream.chunk_multiple : 1;
+  if (lengths[0] % multiple) {
+    return `a sequence of ${lengths[0]} steps is not a multiple of ${multiple}, REWRITTEN's chunk_multiple `
+      + '(rnnstate.stream): its chunks must be multiples of it; give a length that is (--dim, --input)';
+  }
+  if (lengths[0] < nChunks * multiple) {
+    return `a sequence of ${lengths[0]} steps cannot be cut into ${nChunks} chunks`
+      + `${multiple > 1 ? ` of a multiple of ${multiple} steps (rnnstate.stream chunk_multiple)` : ''}`;
+  }
   return null;
 }
 
@@ -255,14 +284,20 @@ function outputAxis(parts, whole) {
 }
 
 async function checkChunked(ctx) {
-  const { paths, feeds, times, pairs, nChunks, tol, explicitPairs } = ctx;
+  const { paths, feeds, times, pairs, nChunks, tol, explicitPairs, stream } = ctx;
   if (nChunks === 0) return check('chunked', 'skipped', '--chunks 0');
   const obstacle = chunkedObstacle(ctx);
   if (obstacle) return check('chunked', 'fail', obstacle);
-  const sizes = chunkSizes(feeds[times[0].input].dims[times[0].axis], nChunks);
-  const where = times.map((t) => `${t.input}:${t.axis}`).join(', ');
+  const multiple = stream ? stream.chunk_multiple : 1;
+  const sizes = chunkSizes(feeds[times[0].input].dims[times[0].axis], nChunks, multiple);
+  const where = `${times.map((t) => `${t.input}:${t.axis}`).join(', ')}`
+    + `${multiple > 1 ? ` (multiples of ${multiple}, the chunk_multiple of rnnstate.stream)` : ''}`;
+  // An `unknown` verdict: the rewriter could not tell; one run proves
+  // nothing for other inputs, and a failure may be the model's nature.
+  const caveat = stream && stream.verdict === 'unknown'
+    ? ` (the rewriter's verdict is unknown: ${describeBlockers(stream)})` : '';
   const result = check('chunked', 'pass', `${nChunks} chunks of ${sizes.join('+')} steps along ${where}, `
-    + 'every state pair fed back, give the whole-sequence outputs', { chunks: sizes });
+    + `every state pair fed back, give the whole-sequence outputs${caveat}`, { chunks: sizes });
   let session;
   const chunkOuts = [];
   let whole;
@@ -304,7 +339,7 @@ async function checkChunked(ctx) {
   if (result.outputs.some((o) => o.status === 'fail')) {
     result.status = 'fail';
     result.reason = `${nChunks} chunks of ${sizes.join('+')} steps along ${where}, every state pair fed back, `
-      + 'do not give the whole-sequence outputs';
+      + `do not give the whole-sequence outputs${caveat}`;
   }
   return result;
 }
@@ -319,10 +354,12 @@ async function verify(originalPath, rewrittenPath, options = {}) {
   const pairs = opts.pairs || recordedPairs;
   const recordedTimes = timeAxes(rewritten, rewrittenPath);
   const times = opts.time || recordedTimes;
-  const { feeds, described } = makeInputs(original, opts, times);
+  const stream = streamInfo(rewritten, rewrittenPath);
+  const timeLength = defaultTimeLength(stream ? stream.chunk_multiple : 1, opts.chunks);
+  const { feeds, described } = makeInputs(original, { ...opts, timeLength }, times);
   const ctx = {
     paths: { original: originalPath, rewritten: rewrittenPath },
-    rewritten, feeds, times, nChunks: opts.chunks, tol: { atol: opts.atol, rtol: opts.rtol },
+    rewritten, feeds, times, stream, nChunks: opts.chunks, tol: { atol: opts.atol, rtol: opts.rtol },
     explicitPairs: opts.pairs,
     // each pair with the declared shape and type of its input where the
     // pair does not say (pairs given with --pair)
@@ -345,8 +382,9 @@ async function verify(originalPath, rewrittenPath, options = {}) {
     pairs_from: opts.pairs ? '--pair' : recordedPairs ? 'rnnstate.state' : null,
     time_axes: times || [],
     time_axes_from: opts.time ? '--time' : recordedTimes ? 'rnnstate.time' : null,
+    stream,
     checks,
   };
 }
 
-module.exports = { verify, UsageError, chunkSizes, compare, DEFAULTS };
+module.exports = { verify, UsageError, chunkSizes, defaultTimeLength, compare, DEFAULTS };

@@ -9,7 +9,7 @@ const assert = require('node:assert');
 const { parseNpy, formatNpy } = require('../lib/npy');
 const { dependsOn, readModelBytes, withoutInitializers } = require('../lib/onnx_model');
 const { chunkSizes, compare } = require('../lib/verify');
-const { resolveStateShape, statePairs, timeAxes } = require('../lib/state');
+const { resolveStateShape, statePairs, timeAxes, streamInfo, describeBlockers } = require('../lib/state');
 const tensor = require('../lib/tensor');
 
 // numpy.save(np.arange(6, dtype='<f4').reshape(2, 3)), byte for byte.
@@ -128,4 +128,32 @@ test('state shape: symbolic names bind whatever they are called; an unnamed batc
   // without the time axis, x has two free dimensions: which is the batch is unknown
   assert.throws(() => resolveStateShape({ input: 's', shape: [2, null, 16] }, declared, feeds),
     /dimension 1 \(null\) of state s \[2,null,16\] is not the batch of the first input/);
+});
+
+test('stream verdict: read from rnnstate.stream, absent or null is null, anything malformed names the file', () => {
+  const withStream = (text) => ({ metadata: text === undefined ? {} : { 'rnnstate.stream': text } });
+  assert.strictEqual(streamInfo(withStream(undefined), 'm.onnx'), null);
+  assert.strictEqual(streamInfo(withStream('null'), 'm.onnx'), null);
+  const blocker = { graph: 'main', op: 'ReduceMean', name: 'mean', reason: 'mean over the time axis' };
+  const s = streamInfo(withStream(JSON.stringify({ verdict: 'none', chunk_multiple: 1, blockers: [blocker] })), 'm.onnx');
+  assert.deepStrictEqual(s, { verdict: 'none', chunk_multiple: 1, blockers: [blocker] });
+  assert.strictEqual(describeBlockers(s), "main ReduceMean 'mean': mean over the time axis");
+  assert.deepStrictEqual(streamInfo(withStream('{"verdict":"exact"}'), 'm.onnx'), { verdict: 'exact', chunk_multiple: 1, blockers: [] });
+  for (const [text, why] of [
+    ['{', /^Error: m.onnx: metadata rnnstate.stream is not JSON/],
+    ['[]', /^Error: m.onnx: metadata rnnstate.stream is not a JSON object$/],
+    ['{"verdict":"maybe"}', /^Error: m.onnx: metadata rnnstate.stream has verdict "maybe", not exact, none or unknown$/],
+    ['{"verdict":"exact","chunk_multiple":0}', /^Error: m.onnx: metadata rnnstate.stream has chunk_multiple 0, not a whole number >= 1$/],
+    ['{"verdict":"exact","chunk_multiple":1.5}', /has chunk_multiple 1.5/],
+    ['{"verdict":"none","blockers":"x"}', /has blockers that are not a list of objects/],
+  ]) {
+    assert.throws(() => streamInfo(withStream(text), 'm.onnx'), why, text);
+  }
+});
+
+test('chunk sizes with a chunk multiple: unequal multiples of it that add up', () => {
+  assert.deepStrictEqual(chunkSizes(10, 3, 2), [4, 4, 2]);
+  assert.deepStrictEqual(chunkSizes(12, 3, 2), [6, 4, 2]);
+  assert.deepStrictEqual(chunkSizes(6, 3, 2), [2, 2, 2]); // nothing else possible
+  assert.deepStrictEqual(chunkSizes(12, 3, 1), chunkSizes(12, 3));
 });
