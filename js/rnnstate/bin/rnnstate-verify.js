@@ -30,7 +30,7 @@ Chunks:
       --chunks N             number of chunks (default ${DEFAULTS.chunks}; 0 skips the chunked check)
       --time INPUT:AXIS      the sequence axis (repeatable; default: rnnstate.time)
       --pair INPUT=OUTPUT    a state pair (repeatable; default: rnnstate.state), e.g. for a
-                             model that was already stateful, which the rewriter leaves unchanged
+                             model never run through rnnstate-rewrite
 Result:
       --atol X, --rtol X     an element passes when |got - expected| <= atol + rtol * |expected|
                              (default ${DEFAULTS.atol} and ${DEFAULTS.rtol})

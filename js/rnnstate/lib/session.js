@@ -6,7 +6,7 @@
 
 const { readModelFile, withoutInitializers } = require('./onnx_model');
 const {
-  statePairs, timeAxes, streamInfo, describeBlockers, resolveStateShape,
+  statePairs, timeAxes, streamInfo, describeBlockers, resolveStateShape, fed,
 } = require('./state');
 const { zerosTensor } = require('./tensor');
 const { loadOrt, asOrtTensor } = require('./ort');
@@ -95,13 +95,19 @@ class StatefulSession {
     return this.session.outputNames;
   }
 
-  // Zeros for every state input, shaped for the batch of these feeds.
+  // Zeros for every state input that `feeds` leaves out, shaped for the
+  // batch of these feeds (a state input fed is used as given: no zeros are
+  // built for it, so a shape the feeds cannot tell is no obstacle then).
   zeroState(feeds) {
-    const state = {};
+    const state = new Map();
     for (const p of this.pairs) {
-      if (!p.shape) throw new Error(`state input ${p.input} has no declared shape`);
-      const dims = resolveStateShape(p, this.model.inputs, feeds, this.timeAxes);
-      state[p.input] = asOrtTensor(zerosTensor(p.dtype, dims));
+      if (fed(feeds, p.input)) continue;
+      if (!p.shape) {
+        throw new Error(`${this.path}: state input ${p.input} has no declared shape: pass it in the first call's feeds, `
+          + 'or give the pair with its shape (option pairs: [{ input, output, shape }])');
+      }
+      const dims = resolveStateShape(p, this.model.inputs, feeds, this.timeAxes, this.path, this.pairs);
+      state.set(p.input, asOrtTensor(zerosTensor(p.dtype, dims)));
     }
     return state;
   }
@@ -110,9 +116,9 @@ class StatefulSession {
   // the process on some of those) or not a multiple of chunk_multiple.
   checkChunkLengths(feeds) {
     for (const t of this.timeAxes) {
-      const fed = feeds[t.input];
-      if (!fed || !Object.prototype.hasOwnProperty.call(feeds, t.input) || t.axis >= fed.dims.length) continue;
-      const length = Number(fed.dims[t.axis]);
+      const tensor = fed(feeds, t.input);
+      if (!tensor || t.axis >= tensor.dims.length) continue;
+      const length = Number(tensor.dims[t.axis]);
       if (length === 0) throw new Error(`${this.path}: input ${t.input} has 0 steps along its time axis ${t.axis}`);
       if (length % this.chunkMultiple) {
         throw new Error(`${this.path}: input ${t.input} has ${length} steps along its time axis ${t.axis}: `
@@ -122,18 +128,22 @@ class StatefulSession {
   }
 
   // One call: `feeds` maps the model's inputs to tensors (a state input fed
-  // here overrides the carried state for this call). Returns every output,
+  // here is used as given for this call, the first one included, instead of
+  // the carried state or zeros). Returns every output,
   // the state outputs included; the state outputs are kept for the next call.
   async run(feeds, runOptions) {
     this.checkChunkLengths(feeds);
-    const ortFeeds = {};
-    for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = asOrtTensor(t);
-    if (!this.state) this.state = this.zeroState(ortFeeds);
-    const out = await this.session.run({ ...this.state, ...ortFeeds }, runOptions);
-    const next = {};
+    // Maps, and an object made by Object.fromEntries for ORT: an input named
+    // "__proto__" or "constructor" stays an input like any other.
+    const given = new Map(Object.entries(feeds).map(([name, t]) => [name, asOrtTensor(t)]));
+    const state = this.state || this.zeroState(feeds);
+    const all = new Map([...state, ...given]);
+    const out = await this.session.run(Object.fromEntries(all), runOptions);
+    const next = new Map();
     for (const p of this.pairs) {
-      if (!out[p.output]) throw new Error(`the model did not return state output ${p.output}`);
-      next[p.input] = out[p.output];
+      const value = fed(out, p.output);
+      if (!value) throw new Error(`${this.path}: the model did not return state output ${p.output}`);
+      next.set(p.input, value);
     }
     this.state = next;
     return out;

@@ -81,29 +81,52 @@ function describeBlockers(stream) {
     + `${text(b.reason ?? 'no reason given')}`).join('; ') || 'no blocker named';
 }
 
+// feeds[name] when feeds has its own property `name` (an input called
+// "constructor" or "__proto__" is not Object.prototype's).
+function fed(feeds, name) {
+  return Object.prototype.hasOwnProperty.call(feeds, name) ? feeds[name] : undefined;
+}
+
+// A declared dimension that is fixed: dim_value 0 or more (-1 and other
+// negative values, which some exporters write, are as good as unknown).
+const isFixed = (dim) => typeof dim === 'number' && dim >= 0;
+
 // Symbolic dimension names bound by the fed inputs: a graph input declared
 // [batch, time, 8] and fed [2, 12, 8] binds batch = 2 and time = 12.
 function boundDims(declaredInputs, feeds) {
   const bound = new Map();
   for (const d of declaredInputs) {
-    const fed = feeds[d.name];
-    if (!fed || !d.shape) continue;
+    const t = fed(feeds, d.name);
+    if (!t || !d.shape) continue;
     d.shape.forEach((dim, i) => {
-      if (typeof dim === 'string' && dim && i < fed.dims.length && !bound.has(dim)) bound.set(dim, fed.dims[i]);
+      if (typeof dim === 'string' && dim && i < t.dims.length && !bound.has(dim)) bound.set(dim, Number(t.dims[i]));
     });
   }
   return bound;
 }
 
-// The batch of the first graph input fed: its one dimension that is neither
-// fixed nor its time axis. Null when that is not one dimension.
-function batchOfFirstInput(declaredInputs, feeds, times) {
-  const first = declaredInputs.find((d) => feeds[d.name] && d.shape);
-  if (!first) return null;
-  const time = (times || []).find((t) => t.input === first.name);
-  const free = first.shape.map((d, i) => i).filter((i) => typeof first.shape[i] !== 'number'
-    && (!time || time.axis !== i) && i < feeds[first.name].dims.length);
-  return free.length === 1 ? feeds[first.name].dims[free[0]] : null;
+// The batch the feeds tell: that of the fed inputs with a time axis (all of
+// them when none has one, state inputs left out), taken from the first of
+// them whose declared shape has a dimension that is neither fixed nor a time
+// axis: when it has exactly one, that is the batch. Returns { batch } or
+// { why } saying why the feeds do not tell it.
+function batchFromFeeds(declaredInputs, feeds, times, stateInputs) {
+  const timed = new Set((times || []).map((t) => t.input));
+  const fedInputs = declaredInputs.filter((d) => fed(feeds, d.name) && d.shape && !stateInputs.has(d.name));
+  const candidates = fedInputs.some((d) => timed.has(d.name)) ? fedInputs.filter((d) => timed.has(d.name)) : fedInputs;
+  for (const d of candidates) {
+    const t = fed(feeds, d.name);
+    const timeAxesOfInput = new Set((times || []).filter((x) => x.input === d.name).map((x) => x.axis));
+    const free = d.shape.map((dim, i) => i).filter((i) => !isFixed(d.shape[i]) && !timeAxesOfInput.has(i) && i < t.dims.length);
+    if (free.length === 1) return { batch: Number(t.dims[free[0]]) };
+    if (free.length > 1) {
+      return {
+        why: `input ${d.name} [${d.shape.map((x) => JSON.stringify(x))}] has ${free.length} dimensions that are neither `
+          + `fixed nor ${timeAxesOfInput.size ? 'its time axis' : 'a known time axis'}`,
+      };
+    }
+  }
+  return { why: `no fed input${timed.size ? ' with a time axis' : ''} has a dimension that is not fixed` };
 }
 
 // The axis of a pair's state that is the batch: the pair's batch_axis when
@@ -112,29 +135,40 @@ function batchOfFirstInput(declaredInputs, feeds, times) {
 // only the batch can vary).
 function stateBatchAxis(pair) {
   if (Number.isInteger(pair.batch_axis)) return pair.batch_axis;
-  const free = (pair.shape || []).map((d, i) => i).filter((i) => typeof pair.shape[i] !== 'number');
+  const free = (pair.shape || []).map((d, i) => i).filter((i) => !isFixed(pair.shape[i]));
   return free.length === 1 ? free[0] : undefined;
 }
 
-// The concrete shape of a pair's state for a call fed with `feeds`. Its
-// symbolic dimensions take the value the same name has in the fed inputs'
-// declared shapes (whatever the name: batch, N, ...); a dimension still
-// unknown at the batch axis takes the batch of the first input. Throws when
-// a dimension stays unknown.
-function resolveStateShape(pair, declaredInputs, feeds, times) {
+// The concrete shape of a pair's state for a call fed with `feeds` (a plain
+// object, input name -> tensor). Its symbolic dimensions take the value the
+// same name has in the fed inputs' declared shapes (whatever the name: batch,
+// N, ...); a dimension still unknown (no name, or a name no input has) at the
+// batch axis takes the batch the feeds tell (batchFromFeeds). Throws, naming
+// `label` (the model), the pair and what fixes it, when a dimension stays
+// unknown. `pairs` (all of the model's) keeps state inputs out of the batch.
+function resolveStateShape(pair, declaredInputs, feeds, times, label = 'the model', pairs = [pair]) {
   const bound = boundDims(declaredInputs, feeds);
   const batchAxis = stateBatchAxis(pair);
+  const stateInputs = new Set(pairs.map((p) => p.input));
+  const shown = `[${pair.shape.map((x) => JSON.stringify(x))}]`;
+  const what = `${label}: state pair ${pair.input} -> ${pair.output || '?'}: dimension`;
   return pair.shape.map((dim, i) => {
-    if (typeof dim === 'number') return dim;
+    if (isFixed(dim)) return dim;
     if (typeof dim === 'string' && bound.has(dim)) return bound.get(dim);
-    const batch = i === batchAxis ? batchOfFirstInput(declaredInputs, feeds, times) : null;
-    if (batch !== null) return batch;
-    throw new Error(`dimension ${i} (${JSON.stringify(dim)}) of state ${pair.input} [${pair.shape.map((x) => JSON.stringify(x))}] `
-      + 'is not the batch of the first input nor bound by any input\'s declared shape '
-      + `(bound: ${[...bound].map(([k, v]) => `${k}=${v}`).join(', ') || 'none'})`);
+    if (i !== batchAxis) {
+      throw new Error(`${what} ${i} (${JSON.stringify(dim)}) of its shape ${shown} is not its batch and no fed input `
+        + `names it: pass ${pair.input} in the first call's feeds, or give the pair with its shape `
+        + '(StatefulSession option pairs: [{ input, output, shape }])');
+    }
+    const { batch, why } = batchFromFeeds(declaredInputs, feeds, times, stateInputs);
+    if (batch !== undefined) return batch;
+    throw new Error(`${what} ${i} (${JSON.stringify(dim)}) of its shape ${shown} is its batch, which no fed input `
+      + `names, and the feeds do not tell it (${why}): pass ${pair.input} in the first call's feeds, or give the time `
+      + 'axes (StatefulSession option time, rnnstate-verify --time INPUT:AXIS) so that the batch is the time input\'s '
+      + 'other dimension');
   });
 }
 
 module.exports = {
-  STATE_KEY, TIME_KEY, STREAM_KEY, statePairs, timeAxes, streamInfo, describeBlockers, boundDims, resolveStateShape,
+  STATE_KEY, TIME_KEY, STREAM_KEY, statePairs, timeAxes, streamInfo, describeBlockers, boundDims, resolveStateShape, fed,
 };

@@ -15,7 +15,7 @@
 
 const { dependsOn, readModelFile } = require('./onnx_model');
 const {
-  statePairs, timeAxes, streamInfo, describeBlockers, resolveStateShape,
+  statePairs, timeAxes, streamInfo, describeBlockers, resolveStateShape, fed,
 } = require('./state');
 const tensor = require('./tensor');
 const { readNpy } = require('./npy');
@@ -186,10 +186,14 @@ async function checkNoState(ctx) {
   const { paths, rewritten, pairs, feeds, times, tol } = ctx;
   const result = check('no-state', 'pass', 'with no state fed, REWRITTEN gives ORIGINAL\'s outputs');
   const feedsR = { ...feeds };
-  for (const p of pairs || []) {
-    if (feedsR[p.input] || rewritten.initializers.has(p.input) || !p.shape) continue;
-    const dims = resolveStateShape(p, rewritten.inputs, feeds, times);
-    feedsR[p.input] = tensor.zerosTensor(p.dtype, dims);
+  try {
+    for (const p of pairs || []) {
+      if (fed(feedsR, p.input) || rewritten.initializers.has(p.input) || !p.shape) continue;
+      const dims = resolveStateShape(p, rewritten.inputs, feeds, times, paths.rewritten, pairs);
+      Object.defineProperty(feedsR, p.input, { value: tensor.zerosTensor(p.dtype, dims), enumerable: true });
+    }
+  } catch (e) {
+    return check('no-state', 'fail', e.message);
   }
   let outO;
   let outR;

@@ -126,8 +126,42 @@ test('state shape: symbolic names bind whatever they are called; an unnamed batc
   assert.deepStrictEqual(resolveStateShape({ input: 's', shape: [2, null, 16] }, declared, feeds, [{ input: 'x', axis: 1 }]), [2, 3, 16]);
   assert.deepStrictEqual(resolveStateShape({ input: 's', shape: [2, 'b', 16], batch_axis: 1 }, declared, feeds, [{ input: 'x', axis: 1 }]), [2, 3, 16]);
   // without the time axis, x has two free dimensions: which is the batch is unknown
-  assert.throws(() => resolveStateShape({ input: 's', shape: [2, null, 16] }, declared, feeds),
-    /dimension 1 \(null\) of state s \[2,null,16\] is not the batch of the first input/);
+  assert.throws(() => resolveStateShape({ input: 's', output: 'so', shape: [2, null, 16] }, declared, feeds, [], 'm.onnx'), {
+    message: 'm.onnx: state pair s -> so: dimension 1 (null) of its shape [2,null,16] is its batch, which no fed input '
+      + 'names, and the feeds do not tell it (input x ["N","T",8] has 2 dimensions that are neither fixed nor a known '
+      + 'time axis): pass s in the first call\'s feeds, or give the time axes (StatefulSession option time, '
+      + 'rnnstate-verify --time INPUT:AXIS) so that the batch is the time input\'s other dimension',
+  });
+  assert.throws(() => resolveStateShape({ input: 's', output: 'so', shape: [2, 'B', 'H'], batch_axis: 1 }, declared, feeds,
+    [{ input: 'x', axis: 1 }], 'm.onnx'), {
+    message: 'm.onnx: state pair s -> so: dimension 2 ("H") of its shape [2,"B","H"] is not its batch and no fed input '
+      + 'names it: pass s in the first call\'s feeds, or give the pair with its shape (StatefulSession option pairs: '
+      + '[{ input, output, shape }])',
+  });
+});
+
+test('state shape: the batch comes from the time inputs first, else the first fed input with a free dimension', () => {
+  // Silero VAD v5: input [null, null], sr [] (int64 scalar), state [2, null, 128]
+  const declared = [{ name: 'sr', shape: [] }, { name: 'input', shape: [null, null] }, { name: 'state', shape: [2, null, 128] }];
+  const feeds = { sr: { dims: [] }, input: { dims: [3, 512] } };
+  const pair = { input: 'state', output: 'stateN', shape: [2, null, 128], batch_axis: 1 };
+  assert.deepStrictEqual(resolveStateShape(pair, declared, feeds, [{ input: 'input', axis: 1 }]), [2, 3, 128]);
+  assert.throws(() => resolveStateShape(pair, declared, feeds, []), /input input \[null,null\] has 2 dimensions/);
+  // a speaker embedding [null, 192] without a time axis: its one free dimension is the batch,
+  // once the scalar and the fed state itself are passed over
+  const spk = [{ name: 'sr', shape: [] }, { name: 'state', shape: [2, null, 128] }, { name: 'emb', shape: [-1, 192] }];
+  assert.deepStrictEqual(resolveStateShape(pair, spk, { sr: { dims: [] }, state: { dims: [2, 4, 128] }, emb: { dims: [5, 192] } }, [],
+    'm', [pair]), [2, 5, 128]);
+  // with a time input, only the time inputs tell the batch
+  const timed = [{ name: 'x', shape: ['B', 'T', 4] }, { name: 'emb', shape: [null, 192] }];
+  const f = { x: { dims: [2, 7, 4] }, emb: { dims: [9, 192] } };
+  assert.deepStrictEqual(resolveStateShape(pair, timed, f, [{ input: 'x', axis: 1 }]), [2, 2, 128]);
+  // names that are Object.prototype's are names like any other
+  const proto = [{ name: 'constructor', shape: ['__proto__', 'toString', 4] }];
+  assert.deepStrictEqual(resolveStateShape({ input: 's', shape: [1, '__proto__', 3] }, proto,
+    { constructor: { dims: [6, 7, 4] } }), [1, 6, 3]);
+  assert.throws(() => resolveStateShape({ input: 's', shape: [1, null, 3], batch_axis: 1 }, proto, {}),
+    /no fed input has a dimension that is not fixed/);
 });
 
 test('stream verdict: read from rnnstate.stream, absent or null is null, anything malformed names the file', () => {
