@@ -3,7 +3,7 @@
 // rnnstate-verify ORIGINAL REWRITTEN: proves a rewrite by rnnstate-rewrite on
 // the model itself, in ONNX Runtime. See USAGE.
 
-const { verify, UsageError, DEFAULTS } = require('../lib/verify');
+const { verify, UsageError, DEFAULTS, oneLine } = require('../lib/verify');
 const { describeBlockers } = require('../lib/state');
 const { version } = require('../package.json');
 
@@ -31,6 +31,9 @@ Chunks:
       --time INPUT:AXIS      the sequence axis (repeatable; default: rnnstate.time)
       --pair INPUT=OUTPUT    a state pair (repeatable; default: rnnstate.state), e.g. for a
                              model never run through rnnstate-rewrite
+      --max-elements N       the most elements of one tensor verify reads or builds (an
+                             input, a state's zeros; default ${DEFAULTS.maxElements}): a larger one
+                             is refused before it is allocated
 Result:
       --atol X, --rtol X     an element passes when |got - expected| <= atol + rtol * |expected|
                              (default ${DEFAULTS.atol} and ${DEFAULTS.rtol})
@@ -38,6 +41,8 @@ Result:
   -h, --help, -V, --version
 
 Prints, per output, the largest absolute and relative difference and PASS or FAIL.
+Model and .npy files must be regular files (not FIFOs or devices); every error is one
+line naming the file.
 Exit status: 0 every check passed, 1 a check failed or a model or input file could not
 be read or run, 2 usage error.`;
 
@@ -62,11 +67,18 @@ function tolerance(value, option) {
 
 // Options that take a value, and what each does with it.
 const VALUE_OPTIONS = {
-  '--input': (o, v) => { const [n, f] = splitPair(v, '=', '--input'); o.inputs[n] = f; },
+  '--input': (o, v) => { const [n, f] = splitPair(v, '=', '--input'); o.inputs.set(n, f); },
   '--dim': (o, v) => {
     const [n, x] = splitPair(v, '=', '--dim');
-    o.dims[n] = nonNegativeInt(x, '--dim');
-    if (o.dims[n] === 0) throw new UsageError(`--dim ${v}: a dimension must be at least 1`);
+    const value = nonNegativeInt(x, '--dim');
+    if (value === 0) throw new UsageError(`--dim ${v}: a dimension must be at least 1`);
+    o.dims.set(n, value);
+  },
+  '--max-elements': (o, v) => {
+    o.maxElements = nonNegativeInt(v, '--max-elements');
+    if (o.maxElements === 0 || !Number.isSafeInteger(o.maxElements)) {
+      throw new UsageError(`--max-elements ${v}: expected a whole number from 1 to 2^53-1`);
+    }
   },
   '--seed': (o, v) => { o.seed = nonNegativeInt(v, '--seed') >>> 0; },
   '--chunks': (o, v) => { o.chunks = nonNegativeInt(v, '--chunks'); },
@@ -81,7 +93,7 @@ const VALUE_OPTIONS = {
 };
 
 function parseArgs(argv) {
-  const opts = { inputs: {}, dims: {}, json: false };
+  const opts = { inputs: new Map(), dims: new Map(), json: false };
   const models = [];
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
@@ -159,10 +171,10 @@ async function main(argv) {
 
 main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (e) => {
   if (e instanceof UsageError) {
-    console.error(`rnnstate-verify: ${e.message}\nTry 'rnnstate-verify --help'.`);
+    console.error(`rnnstate-verify: ${oneLine(e.message)}\nTry 'rnnstate-verify --help'.`);
     process.exitCode = 2;
   } else {
-    console.error(`rnnstate-verify: ${e.message}`);
+    console.error(`rnnstate-verify: ${oneLine(e.message)}`);
     process.exitCode = 1;
   }
 });

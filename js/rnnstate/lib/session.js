@@ -19,7 +19,7 @@ const { loadOrt, asOrtTensor } = require('./ort');
 // the file. Returns the path itself when there is nothing to leave out.
 function sessionSource(path, bytes, model, pairs) {
   const defaults = pairs.map((p) => p.input).filter((n) => model.initializers.has(n));
-  return defaults.length ? withoutInitializers(bytes, defaults) : path;
+  return defaults.length ? withoutInitializers(bytes, defaults, path) : path;
 }
 
 class StatefulSession {

@@ -15,6 +15,9 @@
 //                   a multiple of K, with every pair fed back, give the
 //                   whole-sequence outputs (absent: not analysed)
 
+const { TYPED_ARRAYS } = require('./tensor');
+const { printable } = require('./text');
+
 const STATE_KEY = 'rnnstate.state';
 const TIME_KEY = 'rnnstate.time';
 const STREAM_KEY = 'rnnstate.stream';
@@ -28,23 +31,41 @@ function parseEntry(model, key, label) {
     if (!Array.isArray(value)) throw new Error('not a list');
     return value;
   } catch (e) {
-    throw new Error(`${label}: metadata ${key} is not a JSON list (${e.message})`);
+    throw new Error(`${label}: metadata ${key} is not a JSON list (${printable(e.message)})`);
   }
+}
+
+// What is wrong with a pair of the metadata (a file may be hostile), or ''.
+function pairFault(p) {
+  if (!p || typeof p !== 'object' || typeof p.input !== 'string' || typeof p.output !== 'string') {
+    return 'a pair without input or output';
+  }
+  const pair = printable(`${p.input} -> ${p.output}`, 120);
+  const dimOk = (d) => d === null || typeof d === 'string' || Number.isSafeInteger(d);
+  if (p.shape !== undefined && p.shape !== null && !(Array.isArray(p.shape) && p.shape.every(dimOk))) {
+    return `pair ${pair} has a shape that is not a list of dimensions`;
+  }
+  if (p.dtype !== undefined && p.dtype !== null && !(typeof p.dtype === 'string' && TYPED_ARRAYS[p.dtype])) {
+    return `pair ${pair} has dtype ${printable(JSON.stringify(p.dtype), 60)}, not one ONNX Runtime for Node takes`;
+  }
+  if (p.batch_axis !== undefined && p.batch_axis !== null && !(Number.isInteger(p.batch_axis) && p.batch_axis >= 0)) {
+    return `pair ${pair} has batch_axis ${printable(JSON.stringify(p.batch_axis), 60)}`;
+  }
+  return '';
 }
 
 // The model's state pairs, or null when it records none.
 function statePairs(model, label) {
   const pairs = parseEntry(model, STATE_KEY, label);
-  if (pairs && pairs.some((p) => typeof p.input !== 'string' || typeof p.output !== 'string')) {
-    throw new Error(`${label}: metadata ${STATE_KEY} has a pair without input or output`);
-  }
+  const fault = (pairs || []).map(pairFault).find((f) => f);
+  if (fault) throw new Error(`${label}: metadata ${STATE_KEY} has ${fault}`);
   return pairs;
 }
 
 // The model's time axes [{ input, axis }], or null when it records none.
 function timeAxes(model, label) {
   const axes = parseEntry(model, TIME_KEY, label);
-  if (axes && axes.some((t) => typeof t.input !== 'string' || !Number.isInteger(t.axis))) {
+  if (axes && axes.some((t) => !t || typeof t.input !== 'string' || !Number.isInteger(t.axis) || t.axis < 0)) {
     throw new Error(`${label}: metadata ${TIME_KEY} has an entry without input or axis`);
   }
   return axes;
@@ -60,14 +81,14 @@ function streamInfo(model, label) {
   try {
     value = JSON.parse(text);
   } catch (e) {
-    throw new Error(`${label}: metadata ${STREAM_KEY} is not JSON (${e.message})`);
+    throw new Error(`${label}: metadata ${STREAM_KEY} is not JSON (${printable(e.message)})`);
   }
   if (value === null) return null;
   const bad = (why) => new Error(`${label}: metadata ${STREAM_KEY} ${why}`);
   if (typeof value !== 'object' || Array.isArray(value)) throw bad('is not a JSON object');
-  if (!VERDICTS.has(value.verdict)) throw bad(`has verdict ${JSON.stringify(value.verdict)}, not exact, none or unknown`);
+  if (!VERDICTS.has(value.verdict)) throw bad(`has verdict ${printable(JSON.stringify(value.verdict), 60)}, not exact, none or unknown`);
   const k = value.chunk_multiple === undefined ? 1 : value.chunk_multiple;
-  if (!Number.isSafeInteger(k) || k < 1) throw bad(`has chunk_multiple ${JSON.stringify(value.chunk_multiple)}, not a whole number >= 1`);
+  if (!Number.isSafeInteger(k) || k < 1) throw bad(`has chunk_multiple ${printable(JSON.stringify(value.chunk_multiple), 60)}, not a whole number >= 1`);
   const blockers = value.blockers === undefined ? [] : value.blockers;
   if (!Array.isArray(blockers) || blockers.some((b) => !b || typeof b !== 'object')) throw bad('has blockers that are not a list of objects');
   return { verdict: value.verdict, chunk_multiple: k, blockers };
@@ -76,7 +97,7 @@ function streamInfo(model, label) {
 // The blockers in the words of the rewriter's text report:
 // "main Conv '/conv/Conv': looks 1 frame ahead: pads 1,1 along time; ...".
 function describeBlockers(stream) {
-  const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+  const text = (v) => printable(typeof v === 'string' ? v : JSON.stringify(v));
   return stream.blockers.map((b) => `${text(b.graph ?? '?')} ${text(b.op ?? '?')} '${text(b.name ?? '')}': `
     + `${text(b.reason ?? 'no reason given')}`).join('; ') || 'no blocker named';
 }
