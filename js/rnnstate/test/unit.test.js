@@ -191,3 +191,36 @@ test('chunk sizes with a chunk multiple: unequal multiples of it that add up', (
   assert.deepStrictEqual(chunkSizes(6, 3, 2), [2, 2, 2]); // nothing else possible
   assert.deepStrictEqual(chunkSizes(12, 3, 1), chunkSizes(12, 3));
 });
+
+test('protobuf: a length is bounded by its message, at once, whatever it claims', () => {
+  const varint = (n) => {
+    const o = [];
+    let v = BigInt(n);
+    do {
+      o.push(Number(v & 0x7fn) | (v > 0x7fn ? 0x80 : 0));
+      v >>= 7n;
+    } while (v);
+    return o;
+  };
+  // ModelProto.graph whose first node claims 2^40 bytes: 11 bytes in all
+  const claim = new Uint8Array([0x3a, 0x09, 0x0a, ...varint(2n ** 40n), 0, 0]);
+  assert.strictEqual(claim.length, 11);
+  const t0 = Date.now();
+  assert.throws(() => readModelBytes(claim, 'claim.onnx'), {
+    message: 'claim.onnx: not an ONNX model (protobuf: truncated or corrupt (a length field at byte 3 claims '
+      + '1099511627776 bytes, 2 are left in its message))',
+  });
+  assert.ok(Date.now() - t0 < 1000);
+  // field number 0, a length past the buffer at the top level
+  assert.throws(() => readModelBytes(new Uint8Array([0x02, 0x00]), 'f0.onnx'), /^Error: f0.onnx: not an ONNX model \(protobuf: bad field number 0 at byte 0\)$/);
+  assert.throws(() => readModelBytes(new Uint8Array([0x3a, 0x7f]), 'l.onnx'), /claims 127 bytes, 0 are left/);
+});
+
+test('model: metadata keys such as __proto__ and constructor are keys like any other', () => {
+  const ld = (field, bytes) => Buffer.from([(field << 3) | 2, bytes.length, ...bytes]);
+  const entry = (k, v) => ld(14, Buffer.concat([ld(1, Buffer.from(k)), ld(2, Buffer.from(v))]));
+  const bytes = new Uint8Array(Buffer.concat([ld(7, Buffer.alloc(0)), entry('__proto__', 'a'), entry('constructor', 'b')]));
+  const m = readModelBytes(bytes, 'meta.onnx');
+  assert.deepStrictEqual(Object.entries(m.metadata), [['__proto__', 'a'], ['constructor', 'b']]);
+  assert.strictEqual(m.metadata.toString, undefined);
+});
