@@ -120,6 +120,7 @@ test('verify: a `none` model fails the chunked check with the blockers as its re
 test('verify: an `unknown` verdict is named in the chunked check\'s reason', () => {
   const r = h.runVerify([files.pairedOriginal, files.pairedUnknown]);
   assert.strictEqual(r.status, 0);
+  assert.strictEqual(r.stderr, ''); // no process warning: the reason says it
   assert.strictEqual(chunked(r).reason, '3 chunks of 4+4+2 steps along x:1 (multiples of 2, the chunk_multiple of '
     + 'rnnstate.stream), every state pair fed back, give the whole-sequence outputs (the rewriter\'s verdict is '
     + 'unknown: main Foo \'f\': an op the analysis does not know)');

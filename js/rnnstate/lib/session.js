@@ -32,7 +32,8 @@ class StatefulSession {
   // create() refuses it, naming the rewriter's blockers, unless
   // options.allowInexact is true (the outputs will then differ from one
   // whole-sequence call). An `unknown` verdict opens with a warning
-  // (process.emitWarning, code RNNSTATE_STREAM_UNKNOWN).
+  // (process.emitWarning, code RNNSTATE_STREAM_UNKNOWN) unless options.quiet
+  // (rnnstate-verify names the verdict in its own report).
   static async create(path, options = {}) {
     const { bytes, model } = readModelFile(path);
     const stream = streamInfo(model, path);
@@ -41,7 +42,7 @@ class StatefulSession {
         + `pairs back will not reproduce the whole-sequence outputs: ${describeBlockers(stream)} `
         + '(options.allowInexact: true streams it anyway)');
     }
-    if (stream && stream.verdict === 'unknown') {
+    if (stream && stream.verdict === 'unknown' && !options.quiet) {
       process.emitWarning(`${path}: the rewriter could not tell whether the model streams exactly `
         + `(rnnstate.stream: verdict unknown): ${describeBlockers(stream)}`, { code: 'RNNSTATE_STREAM_UNKNOWN' });
     }

@@ -350,7 +350,7 @@ async function checkChunked(ctx) {
   const chunkOuts = [];
   let whole;
   try {
-    session = await StatefulSession.create(paths.rewritten, { pairs: explicitPairs, sessionOptions: SESSION_OPTIONS });
+    session = await StatefulSession.create(paths.rewritten, { pairs: explicitPairs, sessionOptions: SESSION_OPTIONS, quiet: true });
     whole = await session.run(feeds);
     session.reset();
     let start = 0;
