@@ -8,7 +8,9 @@
 #      ONNX backend test models, weights left in the file, corrupt and hostile
 #      files; and the linear-time check (callgrind instruction counts);
 #   4. builds the libFuzzer target with clang and fuzzes for FUZZ_SECONDS
-#      (default 120) from the seed corpus; any finding fails the run.
+#      (default 120) from the seed corpus, and fuzzes the JS readers of
+#      rnnstate-verify as long (where node is installed); any finding
+#      fails the run.
 # Prints one PASS/FAIL line per step and closes with 'N passed, N failed';
 # exits non-zero when a step failed. Takes about 10 minutes on 2 cores.
 #
@@ -188,6 +190,26 @@ if command -v valgrind > /dev/null; then
       "$plain/tests/bad_input/libfailing_io.so"
 else
   echo "valgrind missing: valgrind steps not run"; failed=$((failed + 1))
+fi
+
+# The JS readers of rnnstate-verify (tests/verify/fuzz_reader.js), in Node.
+js_fuzz_run() {
+  local w=$BUILD_ROOT/js-fuzz
+  mkdir -p "$w"
+  timeout -k 10 $((FUZZ_SECONDS + 120)) node "$root/tests/verify/fuzz_reader.js" --seconds "$FUZZ_SECONDS" \
+    --seed "$FUZZ_SEED" --work "$w" > "$w/log" 2>&1
+  local st=$?
+  tail -12 "$w/log"
+  if [ $st -ne 0 ]; then
+    local keep=$BUILD_ROOT/../rnnstate-fuzz-findings/js
+    mkdir -p "$keep" && cp "$w"/finding-* "$w/log" "$keep/" 2> /dev/null
+    echo "  fuzz_reader exited with status $st (124: a hang); findings copied to $keep"
+  fi
+  return $st
+}
+
+if [ "$FUZZ_SECONDS" -gt 0 ] && command -v node > /dev/null; then
+  step "fuzz_reader (JS readers of rnnstate-verify) for $FUZZ_SECONDS s" js_fuzz_run
 fi
 
 if [ "$FUZZ_SECONDS" -gt 0 ]; then

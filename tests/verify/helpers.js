@@ -115,7 +115,7 @@ function withMetadata(modelBytes, key, value) {
   for (let at = r.pos, t = r.tag(); t; at = r.pos, t = r.tag()) {
     let entryKey = null;
     if (t.field === 14 && t.wire === 2) {
-      const len = r.uvarint32();
+      const len = r.length();
       entryKey = stringField(buf, r.pos, r.pos + len, 1);
       r.pos += len;
     } else {

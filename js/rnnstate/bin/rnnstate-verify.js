@@ -3,7 +3,8 @@
 // rnnstate-verify ORIGINAL REWRITTEN: proves a rewrite by rnnstate-rewrite on
 // the model itself, in ONNX Runtime. See USAGE.
 
-const { verify, UsageError, DEFAULTS } = require('../lib/verify');
+const { verify, UsageError, DEFAULTS, oneLine } = require('../lib/verify');
+const { describeBlockers } = require('../lib/state');
 const { version } = require('../package.json');
 
 const USAGE = `usage: rnnstate-verify [OPTIONS] ORIGINAL REWRITTEN
@@ -13,19 +14,26 @@ Checks, in ONNX Runtime, that REWRITTEN (ORIGINAL after rnnstate-rewrite)
   no-state  gives ORIGINAL's outputs when no state is fed;
   chunked   gives the whole-sequence outputs when the sequence is cut into chunks
             of unequal sizes and every state pair is fed back from one call to the next.
-The pairs and the time axis come from REWRITTEN's metadata (rnnstate.state, rnnstate.time).
+The pairs, the time axis and the streaming verdict come from REWRITTEN's metadata
+(rnnstate.state, rnnstate.time, rnnstate.stream): chunks are multiples of the verdict's
+chunk_multiple; on a model whose verdict is 'none' the chunked check fails with the
+rewriter's blockers as its reason; an 'unknown' verdict is named in the check's reason.
 
 Inputs:
       --input NAME=FILE.npy  feed input NAME from a .npy file (repeatable); the other
                              inputs are random, shaped as ORIGINAL declares them
       --dim NAME=VALUE       size of the symbolic dimension NAME of random inputs (repeatable;
-                             default ${DEFAULTS.timeLength} on a time axis, ${DEFAULTS.otherDim} elsewhere)
+                             default ${DEFAULTS.timeLength} on a time axis, rounded up to a multiple of
+                             chunk_multiple, ${DEFAULTS.otherDim} elsewhere)
       --seed N               seed of the random inputs (default ${DEFAULTS.seed})
 Chunks:
       --chunks N             number of chunks (default ${DEFAULTS.chunks}; 0 skips the chunked check)
       --time INPUT:AXIS      the sequence axis (repeatable; default: rnnstate.time)
       --pair INPUT=OUTPUT    a state pair (repeatable; default: rnnstate.state), e.g. for a
-                             model that was already stateful, which the rewriter leaves unchanged
+                             model never run through rnnstate-rewrite
+      --max-elements N       the most elements of one tensor verify reads or builds (an
+                             input, a state's zeros; default ${DEFAULTS.maxElements}): a larger one
+                             is refused before it is allocated
 Result:
       --atol X, --rtol X     an element passes when |got - expected| <= atol + rtol * |expected|
                              (default ${DEFAULTS.atol} and ${DEFAULTS.rtol})
@@ -33,6 +41,8 @@ Result:
   -h, --help, -V, --version
 
 Prints, per output, the largest absolute and relative difference and PASS or FAIL.
+Model and .npy files must be regular files (not FIFOs or devices); every error is one
+line naming the file.
 Exit status: 0 every check passed, 1 a check failed or a model or input file could not
 be read or run, 2 usage error.`;
 
@@ -57,11 +67,18 @@ function tolerance(value, option) {
 
 // Options that take a value, and what each does with it.
 const VALUE_OPTIONS = {
-  '--input': (o, v) => { const [n, f] = splitPair(v, '=', '--input'); o.inputs[n] = f; },
+  '--input': (o, v) => { const [n, f] = splitPair(v, '=', '--input'); o.inputs.set(n, f); },
   '--dim': (o, v) => {
     const [n, x] = splitPair(v, '=', '--dim');
-    o.dims[n] = nonNegativeInt(x, '--dim');
-    if (o.dims[n] === 0) throw new UsageError(`--dim ${v}: a dimension must be at least 1`);
+    const value = nonNegativeInt(x, '--dim');
+    if (value === 0) throw new UsageError(`--dim ${v}: a dimension must be at least 1`);
+    o.dims.set(n, value);
+  },
+  '--max-elements': (o, v) => {
+    o.maxElements = nonNegativeInt(v, '--max-elements');
+    if (o.maxElements === 0 || !Number.isSafeInteger(o.maxElements)) {
+      throw new UsageError(`--max-elements ${v}: expected a whole number from 1 to 2^53-1`);
+    }
   },
   '--seed': (o, v) => { o.seed = nonNegativeInt(v, '--seed') >>> 0; },
   '--chunks': (o, v) => { o.chunks = nonNegativeInt(v, '--chunks'); },
@@ -76,7 +93,7 @@ const VALUE_OPTIONS = {
 };
 
 function parseArgs(argv) {
-  const opts = { inputs: {}, dims: {}, json: false };
+  const opts = { inputs: new Map(), dims: new Map(), json: false };
   const models = [];
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
@@ -118,6 +135,11 @@ function printText(r, out) {
   for (const i of r.inputs) out(`  input ${i.name}: ${i.dtype} [${i.dims.join(',')}] (${i.source})`);
   out(`  time axis: ${r.time_axes.map((t) => `${t.input}:${t.axis}`).join(', ') || 'none'}`
     + `${r.time_axes_from ? ` (${r.time_axes_from})` : ''}`);
+  if (r.stream) {
+    const how = r.stream.verdict === 'exact' ? `, chunks of any multiple of ${r.stream.chunk_multiple} step(s)`
+      : `: ${describeBlockers(r.stream)}`;
+    out(`  stream: ${r.stream.verdict}${how} (rnnstate.stream)`);
+  }
   for (const c of r.checks) {
     out(`${c.status.toUpperCase()} ${c.name}: ${c.reason}`);
     for (const o of c.outputs) {
@@ -149,10 +171,10 @@ async function main(argv) {
 
 main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (e) => {
   if (e instanceof UsageError) {
-    console.error(`rnnstate-verify: ${e.message}\nTry 'rnnstate-verify --help'.`);
+    console.error(`rnnstate-verify: ${oneLine(e.message)}\nTry 'rnnstate-verify --help'.`);
     process.exitCode = 2;
   } else {
-    console.error(`rnnstate-verify: ${e.message}`);
+    console.error(`rnnstate-verify: ${oneLine(e.message)}`);
     process.exitCode = 1;
   }
 });

@@ -9,8 +9,8 @@
 //   output = 12; TensorProto.name = 8; NodeProto.name = 3, op_type = 4,
 //   attribute = 5; AttributeProto.name = 1, s = 4, g = 6, graphs = 11.
 
-const fs = require('fs');
 const { Reader, subMessages, stringField } = require('./protobuf');
+const { readRegularFile } = require('./files');
 const { ONNX_DTYPES } = require('./tensor');
 
 // ValueInfoProto -> { name, elemType, shape } where shape is null (no shape)
@@ -35,7 +35,7 @@ function decodeValueInfo(buf, start, end) {
           let dt;
           while ((dt = d.tag()) !== null) {
             if (dt.field === 1 && dt.wire === 0) v = Number(BigInt.asIntN(64, d.varint()));
-            else if (dt.field === 2 && dt.wire === 2) v = Buffer.from(d.bytes(d.uvarint32())).toString('utf8');
+            else if (dt.field === 2 && dt.wire === 2) v = Buffer.from(d.bytes(d.length())).toString('utf8');
             else d.skip(dt.wire);
           }
           return v;
@@ -53,6 +53,12 @@ function repeatedStrings(buf, start, end, field) {
   return subMessages(buf, start, end, field).map(([s, e]) => Buffer.from(buf.subarray(s, e)).toString('utf8'));
 }
 
+// Subgraphs (If branches, Loop and Scan bodies) nested deeper than this are
+// refused: the walk recurses, and a hostile file could nest them until the
+// stack overflows. The C tool's default of 256 nested messages allows about
+// as many (each subgraph level is 4 messages: node, attribute, graph, node).
+const MAX_SUBGRAPH_DEPTH = 64;
+
 // Walks the graph in buf[start:end] and its subgraphs (If branches, Loop and
 // Scan bodies). Fills `out.recurrent` with the recurrent nodes, each { op,
 // name, direction, initialState: [initial_h, initial_c] value names }, and
@@ -62,7 +68,8 @@ function repeatedStrings(buf, start, end, field) {
 // Shape and Size).
 const SHAPE_ONLY_OPS = new Set(['Shape', 'Size']);
 
-function walkGraph(buf, start, end, out) {
+function walkGraph(buf, start, end, out, depth = 0) {
+  if (depth > MAX_SUBGRAPH_DEPTH) throw new Error(`subgraphs nested more than ${MAX_SUBGRAPH_DEPTH} deep`);
   for (const [ns, ne] of subMessages(buf, start, end, 1)) {
     const op = stringField(buf, ns, ne, 4);
     const inputs = repeatedStrings(buf, ns, ne, 1);
@@ -76,7 +83,7 @@ function walkGraph(buf, start, end, out) {
       const attr = stringField(buf, as, ae, 1);
       if (RECURRENT_OPS.has(op) && attr === 'direction') direction = stringField(buf, as, ae, 4) || direction;
       for (const [gs, ge] of [...subMessages(buf, as, ae, 6), ...subMessages(buf, as, ae, 11)]) {
-        walkGraph(buf, gs, ge, out);
+        walkGraph(buf, gs, ge, out, depth + 1);
         for (const [os, oe] of subMessages(buf, gs, ge, 12)) sources.push(stringField(buf, os, oe, 1));
       }
     }
@@ -111,23 +118,27 @@ function dtypeOf(info) {
 }
 
 // Decodes a model from its bytes. Returns { inputs: [{ name, elemType,
-// dtype, shape }], outputs: [...], initializers: Set, metadata: { key: value },
-// recurrentNodes: [{ op, name, direction, initialState }], producers (see
-// walkGraph) }. `label` names the model in
-// errors.
+// dtype, shape }], outputs: [...], initializers: Set, metadata: { key: value }
+// (an object without prototype: a key "__proto__" or "constructor" is a key
+// like any other), recurrentNodes: [{ op, name, direction, initialState }],
+// producers (see walkGraph) }. Any fault of the bytes is one error naming
+// `label`, the model.
 function readModelBytes(buf, label) {
-  let graphs;
-  let metadata;
   try {
-    graphs = subMessages(buf, 0, buf.length, 7);
-    metadata = {};
-    for (const [s, e] of subMessages(buf, 0, buf.length, 14)) {
-      metadata[stringField(buf, s, e, 1)] = stringField(buf, s, e, 2);
-    }
+    return decodeModel(buf);
   } catch (e) {
-    throw new Error(`${label}: not an ONNX model (${e.message})`);
+    const why = e instanceof RangeError ? `too deeply nested (${e.message})` : e.message;
+    throw new Error(`${label}: not an ONNX model (${why})`);
   }
-  if (!graphs.length) throw new Error(`${label}: not an ONNX model (no graph)`);
+}
+
+function decodeModel(buf) {
+  const graphs = subMessages(buf, 0, buf.length, 7);
+  const metadata = Object.create(null);
+  for (const [s, e] of subMessages(buf, 0, buf.length, 14)) {
+    metadata[stringField(buf, s, e, 1)] = stringField(buf, s, e, 2);
+  }
+  if (!graphs.length) throw new Error('no graph');
   const [gs, ge] = graphs[graphs.length - 1];
   const withDtype = (info) => ({ ...info, dtype: dtypeOf(info) });
   const walked = walkGraph(buf, gs, ge, { recurrent: [], producers: new Map() });
@@ -141,13 +152,9 @@ function readModelBytes(buf, label) {
   };
 }
 
+// A model file (a regular file only: see files.js) read and decoded.
 function readModelFile(path) {
-  let buf;
-  try {
-    buf = new Uint8Array(fs.readFileSync(path));
-  } catch (e) {
-    throw new Error(`${path}: cannot read (${e.code || e.message})`);
-  }
+  const buf = new Uint8Array(readRegularFile(path, 'a model'));
   return { bytes: buf, model: readModelBytes(buf, path) };
 }
 
@@ -180,7 +187,7 @@ function rawFields(buf, start, end) {
     if (!t) return out;
     let body = null;
     if (t.wire === 2) {
-      const len = r.uvarint32();
+      const len = r.length();
       body = [r.pos, r.pos + len];
       r.pos += len;
     } else {
@@ -193,9 +200,16 @@ function rawFields(buf, start, end) {
 // A copy of the model bytes whose main graph lacks the initializers named in
 // `names`: the graph inputs they gave a default to become plain inputs, whose
 // fed values onnxruntime-node honours (it ignores a feed for an input that has
-// an initializer).
-function withoutInitializers(buf, names) {
-  const drop = new Set(names);
+// an initializer). Bytes that cannot be copied are one error naming `label`.
+function withoutInitializers(buf, names, label = 'the model') {
+  try {
+    return copyWithout(buf, new Set(names));
+  } catch (e) {
+    throw new Error(`${label}: not an ONNX model (${e.message})`);
+  }
+}
+
+function copyWithout(buf, drop) {
   const parts = [];
   for (const f of rawFields(buf, 0, buf.length)) {
     if (f.field !== 7 || !f.body) {

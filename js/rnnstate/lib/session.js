@@ -1,9 +1,13 @@
 'use strict';
 // StatefulSession: runs a model rewritten by rnnstate-rewrite call after call,
-// feeding each state pair's output back as its input.
+// feeding each state pair's output back as its input (recurrent and context
+// pairs alike), in chunks whose length along the time axes is a multiple of
+// the model's chunk_multiple (rnnstate.stream).
 
 const { readModelFile, withoutInitializers } = require('./onnx_model');
-const { statePairs, timeAxes, resolveStateShape } = require('./state');
+const {
+  statePairs, timeAxes, streamInfo, describeBlockers, resolveStateShape, fed,
+} = require('./state');
 const { zerosTensor } = require('./tensor');
 const { loadOrt, asOrtTensor } = require('./ort');
 
@@ -15,16 +19,33 @@ const { loadOrt, asOrtTensor } = require('./ort');
 // the file. Returns the path itself when there is nothing to leave out.
 function sessionSource(path, bytes, model, pairs) {
   const defaults = pairs.map((p) => p.input).filter((n) => model.initializers.has(n));
-  return defaults.length ? withoutInitializers(bytes, defaults) : path;
+  return defaults.length ? withoutInitializers(bytes, defaults, path) : path;
 }
 
 class StatefulSession {
   // Opens a rewritten model. The pairs come from its metadata (rnnstate.state)
   // unless options.pairs ([{ input, output }]) gives them, e.g. for a model
-  // that was already stateful (the rewriter leaves those unchanged, without
-  // metadata). options.sessionOptions go to ort.InferenceSession.create.
+  // never run through rnnstate-rewrite; the time axes likewise from
+  // rnnstate.time unless options.time ([{ input, axis }]) gives them.
+  // options.sessionOptions go to ort.InferenceSession.create.
+  // A model whose verdict (rnnstate.stream) is `none` cannot stream exactly:
+  // create() refuses it, naming the rewriter's blockers, unless
+  // options.allowInexact is true (the outputs will then differ from one
+  // whole-sequence call). An `unknown` verdict opens with a warning
+  // (process.emitWarning, code RNNSTATE_STREAM_UNKNOWN) unless options.quiet
+  // (rnnstate-verify names the verdict in its own report).
   static async create(path, options = {}) {
     const { bytes, model } = readModelFile(path);
+    const stream = streamInfo(model, path);
+    if (stream && stream.verdict === 'none' && !options.allowInexact) {
+      throw new Error(`${path}: the model cannot stream exactly (rnnstate.stream: verdict none): feeding the state `
+        + `pairs back will not reproduce the whole-sequence outputs: ${describeBlockers(stream)} `
+        + '(options.allowInexact: true streams it anyway)');
+    }
+    if (stream && stream.verdict === 'unknown' && !options.quiet) {
+      process.emitWarning(`${path}: the rewriter could not tell whether the model streams exactly `
+        + `(rnnstate.stream: verdict unknown): ${describeBlockers(stream)}`, { code: 'RNNSTATE_STREAM_UNKNOWN' });
+    }
     const pairs = options.pairs || statePairs(model, path);
     if (!pairs) {
       throw new Error(`${path}: no state pairs (no rnnstate.state metadata): rewrite the model with rnnstate-rewrite, `
@@ -45,12 +66,16 @@ class StatefulSession {
     } catch (e) {
       throw new Error(`${path}: ONNX Runtime cannot load the model: ${e.message}`);
     }
-    return new StatefulSession(session, model, pairs, timeAxes(model, path) || []);
+    return new StatefulSession(session, model, pairs, options.time || timeAxes(model, path) || [], stream, path);
   }
 
-  constructor(session, model, pairs, times) {
+  constructor(session, model, pairs, times, stream = null, path = 'the model') {
     this.session = session;
     this.model = model;
+    this.path = path;
+    // { verdict, chunk_multiple, blockers } from rnnstate.stream, or null
+    this.stream = stream;
+    this.chunkMultiple = stream ? stream.chunk_multiple : 1;
     // Each pair with its declared shape and dtype where the pair leaves them
     // out (pairs given by the caller).
     this.pairs = pairs.map((p) => {
@@ -71,29 +96,55 @@ class StatefulSession {
     return this.session.outputNames;
   }
 
-  // Zeros for every state input, shaped for the batch of these feeds.
+  // Zeros for every state input that `feeds` leaves out, shaped for the
+  // batch of these feeds (a state input fed is used as given: no zeros are
+  // built for it, so a shape the feeds cannot tell is no obstacle then).
   zeroState(feeds) {
-    const state = {};
+    const state = new Map();
     for (const p of this.pairs) {
-      if (!p.shape) throw new Error(`state input ${p.input} has no declared shape`);
-      const dims = resolveStateShape(p, this.model.inputs, feeds, this.timeAxes);
-      state[p.input] = asOrtTensor(zerosTensor(p.dtype, dims));
+      if (fed(feeds, p.input)) continue;
+      if (!p.shape) {
+        throw new Error(`${this.path}: state input ${p.input} has no declared shape: pass it in the first call's feeds, `
+          + 'or give the pair with its shape (option pairs: [{ input, output, shape }])');
+      }
+      const dims = resolveStateShape(p, this.model.inputs, feeds, this.timeAxes, this.path, this.pairs);
+      state.set(p.input, asOrtTensor(zerosTensor(p.dtype, dims)));
     }
     return state;
   }
 
+  // Refuses a chunk whose length along a time axis is 0 (ONNX Runtime aborts
+  // the process on some of those) or not a multiple of chunk_multiple.
+  checkChunkLengths(feeds) {
+    for (const t of this.timeAxes) {
+      const tensor = fed(feeds, t.input);
+      if (!tensor || t.axis >= tensor.dims.length) continue;
+      const length = Number(tensor.dims[t.axis]);
+      if (length === 0) throw new Error(`${this.path}: input ${t.input} has 0 steps along its time axis ${t.axis}`);
+      if (length % this.chunkMultiple) {
+        throw new Error(`${this.path}: input ${t.input} has ${length} steps along its time axis ${t.axis}: `
+          + `chunks must be a multiple of ${this.chunkMultiple} steps (rnnstate.stream chunk_multiple)`);
+      }
+    }
+  }
+
   // One call: `feeds` maps the model's inputs to tensors (a state input fed
-  // here overrides the carried state for this call). Returns every output,
+  // here is used as given for this call, the first one included, instead of
+  // the carried state or zeros). Returns every output,
   // the state outputs included; the state outputs are kept for the next call.
   async run(feeds, runOptions) {
-    const ortFeeds = {};
-    for (const [name, t] of Object.entries(feeds)) ortFeeds[name] = asOrtTensor(t);
-    if (!this.state) this.state = this.zeroState(ortFeeds);
-    const out = await this.session.run({ ...this.state, ...ortFeeds }, runOptions);
-    const next = {};
+    this.checkChunkLengths(feeds);
+    // Maps, and an object made by Object.fromEntries for ORT: an input named
+    // "__proto__" or "constructor" stays an input like any other.
+    const given = new Map(Object.entries(feeds).map(([name, t]) => [name, asOrtTensor(t)]));
+    const state = this.state || this.zeroState(feeds);
+    const all = new Map([...state, ...given]);
+    const out = await this.session.run(Object.fromEntries(all), runOptions);
+    const next = new Map();
     for (const p of this.pairs) {
-      if (!out[p.output]) throw new Error(`the model did not return state output ${p.output}`);
-      next[p.input] = out[p.output];
+      const value = fed(out, p.output);
+      if (!value) throw new Error(`${this.path}: the model did not return state output ${p.output}`);
+      next.set(p.input, value);
     }
     this.state = next;
     return out;

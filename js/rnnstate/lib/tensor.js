@@ -21,7 +21,9 @@ const ONNX_DTYPES = {
   13: ['uint64', BigUint64Array],
 };
 
-const TYPED_ARRAYS = {};
+// dtype string -> typed array constructor (no prototype: a dtype read from a
+// file such as "constructor" is simply not one).
+const TYPED_ARRAYS = Object.create(null);
 for (const [name, ctor] of Object.values(ONNX_DTYPES)) TYPED_ARRAYS[name] = ctor;
 
 function numel(dims) {

@@ -16,7 +16,8 @@ test('--help explains the checks, the options and the exit status', () => {
   const r = run('--help');
   assert.strictEqual(r.status, 0);
   for (const word of ['ORIGINAL REWRITTEN', 'no-state', 'chunked', '--input NAME=FILE.npy', '--dim NAME=VALUE',
-    '--seed', '--chunks', '--time INPUT:AXIS', '--pair', '--atol', '--rtol', '--json', 'Exit status: 0']) {
+    '--seed', '--chunks', '--time INPUT:AXIS', '--pair', '--atol', '--rtol', '--json', '--max-elements N',
+    'rnnstate.stream', 'chunk_multiple', 'regular files', 'Exit status: 0']) {
     assert.ok(r.stdout.includes(word), word);
   }
 });
@@ -34,6 +35,8 @@ test('usage errors exit 2 with one line and a pointer to --help', () => {
     [['a', 'b', '--dim', 'N=0'], '--dim N=0: a dimension must be at least 1'],
     [['a', 'b', '--atol', '-1'], '--atol -1: expected a number >= 0'],
     [['a', 'b', '--input', 'x'], '--input x: expected NAME=VALUE'],
+    [['a', 'b', '--max-elements', '0'], '--max-elements 0: expected a whole number from 1 to 2^53-1'],
+    [['a', 'b', '--max-elements', '1e9'], '--max-elements 1e9: expected a whole number'],
   ]) {
     const r = run(...args);
     assert.strictEqual(r.status, 2, args.join(' '));

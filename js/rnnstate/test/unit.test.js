@@ -9,7 +9,7 @@ const assert = require('node:assert');
 const { parseNpy, formatNpy } = require('../lib/npy');
 const { dependsOn, readModelBytes, withoutInitializers } = require('../lib/onnx_model');
 const { chunkSizes, compare } = require('../lib/verify');
-const { resolveStateShape, statePairs, timeAxes } = require('../lib/state');
+const { resolveStateShape, statePairs, timeAxes, streamInfo, describeBlockers } = require('../lib/state');
 const tensor = require('../lib/tensor');
 
 // numpy.save(np.arange(6, dtype='<f4').reshape(2, 3)), byte for byte.
@@ -126,6 +126,101 @@ test('state shape: symbolic names bind whatever they are called; an unnamed batc
   assert.deepStrictEqual(resolveStateShape({ input: 's', shape: [2, null, 16] }, declared, feeds, [{ input: 'x', axis: 1 }]), [2, 3, 16]);
   assert.deepStrictEqual(resolveStateShape({ input: 's', shape: [2, 'b', 16], batch_axis: 1 }, declared, feeds, [{ input: 'x', axis: 1 }]), [2, 3, 16]);
   // without the time axis, x has two free dimensions: which is the batch is unknown
-  assert.throws(() => resolveStateShape({ input: 's', shape: [2, null, 16] }, declared, feeds),
-    /dimension 1 \(null\) of state s \[2,null,16\] is not the batch of the first input/);
+  assert.throws(() => resolveStateShape({ input: 's', output: 'so', shape: [2, null, 16] }, declared, feeds, [], 'm.onnx'), {
+    message: 'm.onnx: state pair s -> so: dimension 1 (null) of its shape [2,null,16] is its batch, which no fed input '
+      + 'names, and the feeds do not tell it (input x ["N","T",8] has 2 dimensions that are neither fixed nor a known '
+      + 'time axis): pass s in the first call\'s feeds, or give the time axes (StatefulSession option time, '
+      + 'rnnstate-verify --time INPUT:AXIS) so that the batch is the time input\'s other dimension',
+  });
+  assert.throws(() => resolveStateShape({ input: 's', output: 'so', shape: [2, 'B', 'H'], batch_axis: 1 }, declared, feeds,
+    [{ input: 'x', axis: 1 }], 'm.onnx'), {
+    message: 'm.onnx: state pair s -> so: dimension 2 ("H") of its shape [2,"B","H"] is not its batch and no fed input '
+      + 'names it: pass s in the first call\'s feeds, or give the pair with its shape (StatefulSession option pairs: '
+      + '[{ input, output, shape }])',
+  });
+});
+
+test('state shape: the batch comes from the time inputs first, else the first fed input with a free dimension', () => {
+  // Silero VAD v5: input [null, null], sr [] (int64 scalar), state [2, null, 128]
+  const declared = [{ name: 'sr', shape: [] }, { name: 'input', shape: [null, null] }, { name: 'state', shape: [2, null, 128] }];
+  const feeds = { sr: { dims: [] }, input: { dims: [3, 512] } };
+  const pair = { input: 'state', output: 'stateN', shape: [2, null, 128], batch_axis: 1 };
+  assert.deepStrictEqual(resolveStateShape(pair, declared, feeds, [{ input: 'input', axis: 1 }]), [2, 3, 128]);
+  assert.throws(() => resolveStateShape(pair, declared, feeds, []), /input input \[null,null\] has 2 dimensions/);
+  // a speaker embedding [null, 192] without a time axis: its one free dimension is the batch,
+  // once the scalar and the fed state itself are passed over
+  const spk = [{ name: 'sr', shape: [] }, { name: 'state', shape: [2, null, 128] }, { name: 'emb', shape: [-1, 192] }];
+  assert.deepStrictEqual(resolveStateShape(pair, spk, { sr: { dims: [] }, state: { dims: [2, 4, 128] }, emb: { dims: [5, 192] } }, [],
+    'm', [pair]), [2, 5, 128]);
+  // with a time input, only the time inputs tell the batch
+  const timed = [{ name: 'x', shape: ['B', 'T', 4] }, { name: 'emb', shape: [null, 192] }];
+  const f = { x: { dims: [2, 7, 4] }, emb: { dims: [9, 192] } };
+  assert.deepStrictEqual(resolveStateShape(pair, timed, f, [{ input: 'x', axis: 1 }]), [2, 2, 128]);
+  // names that are Object.prototype's are names like any other
+  const proto = [{ name: 'constructor', shape: ['__proto__', 'toString', 4] }];
+  assert.deepStrictEqual(resolveStateShape({ input: 's', shape: [1, '__proto__', 3] }, proto,
+    { constructor: { dims: [6, 7, 4] } }), [1, 6, 3]);
+  assert.throws(() => resolveStateShape({ input: 's', shape: [1, null, 3], batch_axis: 1 }, proto, {}),
+    /no fed input has a dimension that is not fixed/);
+});
+
+test('stream verdict: read from rnnstate.stream, absent or null is null, anything malformed names the file', () => {
+  const withStream = (text) => ({ metadata: text === undefined ? {} : { 'rnnstate.stream': text } });
+  assert.strictEqual(streamInfo(withStream(undefined), 'm.onnx'), null);
+  assert.strictEqual(streamInfo(withStream('null'), 'm.onnx'), null);
+  const blocker = { graph: 'main', op: 'ReduceMean', name: 'mean', reason: 'mean over the time axis' };
+  const s = streamInfo(withStream(JSON.stringify({ verdict: 'none', chunk_multiple: 1, blockers: [blocker] })), 'm.onnx');
+  assert.deepStrictEqual(s, { verdict: 'none', chunk_multiple: 1, blockers: [blocker] });
+  assert.strictEqual(describeBlockers(s), "main ReduceMean 'mean': mean over the time axis");
+  assert.deepStrictEqual(streamInfo(withStream('{"verdict":"exact"}'), 'm.onnx'), { verdict: 'exact', chunk_multiple: 1, blockers: [] });
+  for (const [text, why] of [
+    ['{', /^Error: m.onnx: metadata rnnstate.stream is not JSON/],
+    ['[]', /^Error: m.onnx: metadata rnnstate.stream is not a JSON object$/],
+    ['{"verdict":"maybe"}', /^Error: m.onnx: metadata rnnstate.stream has verdict "maybe", not exact, none or unknown$/],
+    ['{"verdict":"exact","chunk_multiple":0}', /^Error: m.onnx: metadata rnnstate.stream has chunk_multiple 0, not a whole number >= 1$/],
+    ['{"verdict":"exact","chunk_multiple":1.5}', /has chunk_multiple 1.5/],
+    ['{"verdict":"none","blockers":"x"}', /has blockers that are not a list of objects/],
+  ]) {
+    assert.throws(() => streamInfo(withStream(text), 'm.onnx'), why, text);
+  }
+});
+
+test('chunk sizes with a chunk multiple: unequal multiples of it that add up', () => {
+  assert.deepStrictEqual(chunkSizes(10, 3, 2), [4, 4, 2]);
+  assert.deepStrictEqual(chunkSizes(12, 3, 2), [6, 4, 2]);
+  assert.deepStrictEqual(chunkSizes(6, 3, 2), [2, 2, 2]); // nothing else possible
+  assert.deepStrictEqual(chunkSizes(12, 3, 1), chunkSizes(12, 3));
+});
+
+test('protobuf: a length is bounded by its message, at once, whatever it claims', () => {
+  const varint = (n) => {
+    const o = [];
+    let v = BigInt(n);
+    do {
+      o.push(Number(v & 0x7fn) | (v > 0x7fn ? 0x80 : 0));
+      v >>= 7n;
+    } while (v);
+    return o;
+  };
+  // ModelProto.graph whose first node claims 2^40 bytes: 11 bytes in all
+  const claim = new Uint8Array([0x3a, 0x09, 0x0a, ...varint(2n ** 40n), 0, 0]);
+  assert.strictEqual(claim.length, 11);
+  const t0 = Date.now();
+  assert.throws(() => readModelBytes(claim, 'claim.onnx'), {
+    message: 'claim.onnx: not an ONNX model (protobuf: truncated or corrupt (a length field at byte 3 claims '
+      + '1099511627776 bytes, 2 are left in its message))',
+  });
+  assert.ok(Date.now() - t0 < 1000);
+  // field number 0, a length past the buffer at the top level
+  assert.throws(() => readModelBytes(new Uint8Array([0x02, 0x00]), 'f0.onnx'), /^Error: f0.onnx: not an ONNX model \(protobuf: bad field number 0 at byte 0\)$/);
+  assert.throws(() => readModelBytes(new Uint8Array([0x3a, 0x7f]), 'l.onnx'), /claims 127 bytes, 0 are left/);
+});
+
+test('model: metadata keys such as __proto__ and constructor are keys like any other', () => {
+  const ld = (field, bytes) => Buffer.from([(field << 3) | 2, bytes.length, ...bytes]);
+  const entry = (k, v) => ld(14, Buffer.concat([ld(1, Buffer.from(k)), ld(2, Buffer.from(v))]));
+  const bytes = new Uint8Array(Buffer.concat([ld(7, Buffer.alloc(0)), entry('__proto__', 'a'), entry('constructor', 'b')]));
+  const m = readModelBytes(bytes, 'meta.onnx');
+  assert.deepStrictEqual(Object.entries(m.metadata), [['__proto__', 'a'], ['constructor', 'b']]);
+  assert.strictEqual(m.metadata.toString, undefined);
 });
