@@ -174,9 +174,11 @@ async function main(argv) {
   if ('stream' in report) result(!notCarried.length, `every state the model carries is a pair${notCarried.length ? ` (not: ${notCarried})` : ''}`);
   else if (notCarried.length) console.log(`NOTE: ${notCarried.join(', ')} not carried: this rewriter does not report context pairs yet (issue 22)`);
 
-  // A model that cannot stream exactly is refused unless allowInexact.
+  // A model that cannot stream exactly is refused unless allowInexact. An
+  // unchanged model is written back byte for byte, without rnnstate.stream:
+  // only the report carries its verdict.
   const base = { sessionOptions: SESSION_OPTIONS, ...(report.status === 'unchanged' ? { pairs } : {}) };
-  if (report.stream && report.stream.verdict === 'none') {
+  if (report.stream && report.stream.verdict === 'none' && report.status !== 'unchanged') {
     let refused = '';
     try {
       await (await StatefulSession.create(files.required, base)).release();
