@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "cli/job_paths.h"
 #include "rnnstate.h"
 
 enum exit_code {
@@ -98,11 +99,6 @@ typedef struct string_list {
     char **items;
     size_t n;
 } string_list;
-
-typedef struct job {
-    char *input;  /* a path, or "-" */
-    char *output; /* a path, "-", or NULL for --dry-run */
-} job;
 
 typedef struct cli {
     string_list models;
@@ -407,34 +403,29 @@ static char *output_for(const cli *c, const char *root, const char *input)
     return !strcmp(input, "-") ? xstrdup("-") : default_output(input);
 }
 
-static int compare_outputs(const void *a, const void *b)
+/* Two models for one output file, however its path is spelled (job_paths.h):
+ * a usage error, found before anything is written. */
+static int refuse_shared_output(const job *jobs, size_t n_jobs)
 {
-    const job *x = *(const job *const *)a, *y = *(const job *const *)b;
-    int c = strcmp(x->output, y->output);
-    return c ? c : (x > y) - (x < y); /* equal paths in job order */
-}
-
-/* The output path (not "-") that two jobs share, taking the first job in
- * order that has a later twin; NULL when there is none. Sorted, not
- * compared pair by pair: a folder of many models is checked in
- * O(n log n). */
-static const char *first_output_written_twice(const job *jobs, size_t n_jobs)
-{
-    const job **sorted = malloc((n_jobs ? n_jobs : 1) * sizeof *sorted);
-    if (!sorted)
+    bool found;
+    size_t first, second;
+    if (n_jobs < 2)
+        return -1;
+    if (!find_shared_output(jobs, n_jobs, &found, &first, &second))
         die_oom();
-    size_t n = 0;
-    for (size_t i = 0; i < n_jobs; i++)
-        if (jobs[i].output && strcmp(jobs[i].output, "-") != 0)
-            sorted[n++] = &jobs[i];
-    if (n > 1)
-        qsort(sorted, n, sizeof *sorted, compare_outputs);
-    const job *first = NULL; /* the earliest job of a group of equal outputs */
-    for (size_t i = 0; i + 1 < n; i++)
-        if (!strcmp(sorted[i]->output, sorted[i + 1]->output) && (!first || sorted[i] < first))
-            first = sorted[i];
-    free(sorted);
-    return first ? first->output : NULL;
+    if (!found)
+        return -1;
+    const char *a = jobs[first].output, *b = jobs[second].output;
+    if (!strcmp(a, b))
+        return usage_error("two models would be written to %s", a);
+    size_t size = strlen(a) + strlen(b) + 64;
+    char *both = malloc(size);
+    if (!both)
+        die_oom();
+    snprintf(both, size, "%s and %s, one file", a, b);
+    int status = usage_error("two models would be written to %s", both);
+    free(both);
+    return status;
 }
 
 /* Turns the MODEL arguments into jobs; returns -1, or a usage exit status. */
@@ -471,10 +462,7 @@ static int make_jobs(const cli *c, job **jobs, size_t *n_jobs, size_t *empty_dir
         if ((*jobs)[i].output && !strcmp((*jobs)[i].output, "-"))
             return usage_error("%s", "the model and --json both want standard output: give -o FILE "
                                      "or leave out --json");
-    const char *twice = first_output_written_twice(*jobs, *n_jobs);
-    if (twice)
-        return usage_error("two models would be written to %s", twice);
-    return -1;
+    return refuse_shared_output(*jobs, *n_jobs);
 }
 
 /* ---- one model ----------------------------------------------------------- */
