@@ -946,10 +946,13 @@ typedef struct pool {
     FILE *text;
     run_results *results;
     job_output *outputs;
-    size_t next;    /* the next job to start */
-    size_t printed; /* the jobs before it have been printed */
-    bool printing;  /* a worker is printing (one at a time, in input order) */
+    size_t *wait_for; /* per job: how many jobs must be done before it starts */
+    size_t next;      /* the next job to start */
+    size_t done;      /* the jobs before it are done */
+    size_t printed;   /* the jobs before it have been printed */
+    bool printing;    /* a worker is printing (one at a time, in input order) */
     pthread_mutex_t lock;
+    pthread_cond_t job_done; /* `done` grew */
 } pool;
 
 static void run_buffered(pool *p, size_t i, run_totals *totals)
@@ -973,9 +976,9 @@ static void print_job_output(pool *p, size_t i)
 {
     job_output *o = &p->outputs[i];
     fwrite(o->text, 1, o->text_len, p->text);
+    fflush(p->text); /* before the errors: stdout and stderr may be one file */
     fwrite(o->errors, 1, o->errors_len, stderr);
     write_kept(p->results, &p->jobs[i], &o->kept);
-    fflush(p->text);
     free(o->text);
     free(o->errors);
     o->text = o->errors = NULL;
@@ -998,6 +1001,21 @@ static void print_ready_jobs(pool *p)
     p->printing = false;
 }
 
+/* Called with the lock held: job i is done; wakes the jobs waiting for it. */
+static void mark_done(pool *p, size_t i)
+{
+    p->outputs[i].done = true;
+    size_t before = p->done;
+    while (p->done < p->n_jobs && p->outputs[p->done].done)
+        p->done++;
+    if (p->done != before)
+        pthread_cond_broadcast(&p->job_done);
+}
+
+/* Jobs are taken in input order; one that reads (or replaces) a file an
+ * earlier job writes (or reads) first waits for it, as a serial run would
+ * (find_job_order()). Jobs wait only for earlier ones, so the earliest
+ * job not done never waits. */
 static void *worker(void *arg)
 {
     pool *p = arg;
@@ -1005,10 +1023,12 @@ static void *worker(void *arg)
     pthread_mutex_lock(&p->lock);
     while (p->next < p->n_jobs) {
         size_t i = p->next++;
+        while (p->done < p->wait_for[i])
+            pthread_cond_wait(&p->job_done, &p->lock);
         pthread_mutex_unlock(&p->lock);
         run_buffered(p, i, &mine);
         pthread_mutex_lock(&p->lock);
-        p->outputs[i].done = true;
+        mark_done(p, i);
         print_ready_jobs(p);
     }
     add_totals(&p->results->totals, &mine);
@@ -1023,7 +1043,9 @@ static void run_parallel(pool *p, size_t threads)
 {
     pthread_t *ids = calloc(threads, sizeof *ids);
     p->outputs = calloc(p->n_jobs, sizeof *p->outputs);
-    if (!ids || !p->outputs || pthread_mutex_init(&p->lock, NULL) != 0)
+    p->wait_for = calloc(p->n_jobs, sizeof *p->wait_for);
+    if (!ids || !p->outputs || !p->wait_for || !find_job_order(p->jobs, p->n_jobs, p->wait_for) ||
+        pthread_mutex_init(&p->lock, NULL) != 0 || pthread_cond_init(&p->job_done, NULL) != 0)
         die_oom();
     size_t started = 0;
     for (; started + 1 < threads; started++)
@@ -1034,7 +1056,9 @@ static void run_parallel(pool *p, size_t threads)
         pthread_join(ids[t], NULL);
     /* every job is done, and printed by the worker that finished the last
      * one in input order */
+    pthread_cond_destroy(&p->job_done);
     pthread_mutex_destroy(&p->lock);
+    free(p->wait_for);
     free(p->outputs);
     free(ids);
 }
@@ -1085,6 +1109,9 @@ static void run_serial(const cli *c, job *jobs, size_t n_jobs, run_state *rs, FI
         process(c, &jobs[i], rs, (job_streams){ text, stderr }, n_jobs == 1, &report, &err);
         kept_job k = finish_job(results, report, &err, &results->totals);
         write_kept(results, &jobs[i], &k);
+        /* each model's report whole before the next model's messages, as
+         * with -j N: stdout and stderr may be one file (> log 2>&1) */
+        fflush(text);
     }
 }
 
