@@ -156,8 +156,14 @@ RNNSTATE_API rnnstate_status rnnstate_model_load_memory(const void *data, size_t
 
 typedef struct rnnstate_save_options {
     size_t struct_size; /* set by rnnstate_save_options_init(), see "Options structs" */
-    /* fsync() the file before it takes the target's place, so that it
-     * survives a crash of the machine. Default: false, like cp, compilers and
+    /* fsync() the file before it takes the target's place, and its
+     * directory once the name is made (after linkat() or rename()), so that
+     * the new file survives a crash of the machine under its name. A file
+     * system that cannot fsync a directory (fsync() fails with EINVAL: some
+     * FUSE and network file systems) keeps the name as durably as it can;
+     * that is not an error. When the directory's fsync fails otherwise (an
+     * I/O error), the save fails: a new file is removed, a replaced file has
+     * already been replaced. Default: false, like cp, compilers and
      * onnx.save: without it the output is still atomic for the programs that
      * read it, but after a machine crash soon after the save it may be empty
      * or partial; with it a save takes as long as the disk needs to write it

@@ -925,6 +925,25 @@ static int finish_file(emit_job *job, int fd, const target *t)
     return e;
 }
 
+/* With --sync (options->sync), the name linkat() or rename() just made is
+ * made durable too: until the directory is fsync()ed, a crash of the
+ * machine may lose a new file's name (ext4 and others), or keep the old
+ * file under a replaced one. A file system that cannot fsync a directory
+ * (fsync() fails with EINVAL: some FUSE and network file systems) makes
+ * the name as durable as it makes it; that is not an error. Returns 0 or
+ * an errno. */
+static int sync_directory(const rnnstate_save_options *o, const char *dir)
+{
+    if (!o->sync)
+        return 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int e = fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+    close(fd);
+    return e;
+}
+
 /* Set once linkat(AT_EMPTY_PATH) was refused and /proc served instead. */
 static atomic_bool empty_path_refused;
 
@@ -956,7 +975,8 @@ static int link_unnamed(int fd, const char *to)
  * target. A process killed between the two leaves the temporary name. The
  * file is locked first (nobody else can open it yet), so that while this
  * process holds it its temporary name is never taken for a stale one. */
-static int link_and_rename(int fd, const char *dir, const char *path, bool *unsupported)
+static int link_and_rename(int fd, const char *dir, const char *path,
+                           const rnnstate_save_options *o, bool *unsupported)
 {
     (void)flock(fd, LOCK_EX | LOCK_NB);
     for (int attempt = 0; attempt < 64; attempt++) {
@@ -971,7 +991,7 @@ static int link_and_rename(int fd, const char *dir, const char *path, bool *unsu
         free(tmp);
         if (e != EEXIST) {
             *unsupported = e == ENOENT || e == EPERM; /* neither AT_EMPTY_PATH nor /proc */
-            return e;
+            return e ? e : sync_directory(o, dir);
         }
     }
     return EEXIST;
@@ -1000,15 +1020,18 @@ static int write_via_unnamed_file(const char *path, emit_job *job, const target 
     if ((e = emit_to_fd(job, fd)) != 0 || (e = finish_file(job, fd, t)) != 0)
         goto done;
     if (!t->replaced) {
-        if ((e = link_unnamed(fd, path)) == 0)
+        if ((e = link_unnamed(fd, path)) == 0) {
+            if ((e = sync_directory(job->options, dir)) != 0)
+                unlink(path); /* a failed save leaves no new file */
             goto done;
+        }
         if (e != EEXIST) {
             *unsupported = e == ENOENT || e == EPERM; /* neither AT_EMPTY_PATH nor /proc */
             goto done;
         }
         /* something was created at the target meanwhile: replace it */
     }
-    e = link_and_rename(fd, dir, path, unsupported);
+    e = link_and_rename(fd, dir, path, job->options, unsupported);
 done:
     if (fd >= 0)
         close(fd);
@@ -1047,9 +1070,10 @@ static int write_via_named_file(const char *path, emit_job *job, const target *t
     char *dir = directory_of(path), *tmp = NULL;
     int fd = -1;
     int e = dir ? create_named_temp(dir, t, &tmp, &fd) : ENOMEM;
-    free(dir);
-    if (e)
+    if (e) {
+        free(dir);
         return e;
+    }
     e = emit_to_fd(job, fd);
     if (!e)
         e = finish_file(job, fd, t);
@@ -1059,7 +1083,10 @@ static int write_via_named_file(const char *path, emit_job *job, const target *t
         e = errno;
     if (e)
         unlink(tmp);
+    else if ((e = sync_directory(job->options, dir)) != 0 && !t->replaced)
+        unlink(path); /* a failed save leaves no new file */
     free(tmp);
+    free(dir);
     return e;
 }
 

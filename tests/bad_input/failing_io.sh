@@ -86,6 +86,9 @@ fails "write: ENOSPC" "write:ENOSPC" "No space left on device"
 fails "write: EDQUOT" "write:EDQUOT" "Disk quota exceeded"
 SHORT=1 fails "write: EIO after three short writes" "write:EIO:3" "Input/output error"
 EXTRA=--sync fails "--sync: fsync EIO" "fsync:EIO" "Input/output error"
+# the second fsync is the directory's, after linkat() made the name (issue
+# 26): its failure fails the model, and the new name is removed
+EXTRA=--sync fails "--sync: the directory's fsync EIO" "fsync:EIO:1" "Input/output error"
 fails "open(O_TMPFILE): EACCES" "tmpfile:EACCES" "Permission denied"
 fails "open(O_TMPFILE): EROFS" "tmpfile:EROFS" "Read-only file system"
 fails "open(O_TMPFILE): ENOSPC" "tmpfile:ENOSPC" "No space left on device"
@@ -140,6 +143,7 @@ flink_refused_once
 fails "fallback: write ENOSPC" "tmpfile:EOPNOTSUPP,write:ENOSPC" "No space left on device"
 SHORT=1 fails "fallback: write EIO after short writes" "tmpfile:EOPNOTSUPP,write:EIO:2" "Input/output error"
 EXTRA=--sync fails "fallback, --sync: fsync EIO" "tmpfile:EOPNOTSUPP,fsync:EIO" "Input/output error"
+EXTRA=--sync fails "fallback, --sync: the directory's fsync EIO" "tmpfile:EOPNOTSUPP,fsync:EIO:1" "Input/output error"
 fails "fallback: close EIO (NFS)" "tmpfile:EOPNOTSUPP,close:EIO" "Input/output error"
 fails "fallback: fchmod EPERM" "tmpfile:EOPNOTSUPP,fchmod:EPERM" "Operation not permitted" existing
 fails "fallback: creating the file: EACCES" "tmpfile:EOPNOTSUPP,create:EACCES" "Permission denied"

@@ -120,6 +120,26 @@ check "an explicit -o naming the input rewrites it in place" same_as_reference "
 check "--sync writes the same bytes" same_as_reference "$work/synced.onnx"
 "$tool" "$src" -o "$work/nosync.onnx" -q --no-sync
 check "--no-sync is accepted and writes the same bytes" same_as_reference "$work/nosync.onnx"
+# the name is durable too (issue 26): the directory is fsynced after the
+# linkat() that names a new output and after the rename() over an old one
+# synced_name NAME: strace's record of a --sync save to $work/sync/NAME shows
+# an fsync of the directory after the call that made the name
+synced_name() {
+  strace -f -o "$work/strace" -e trace=linkat,rename,renameat,renameat2,openat,fsync \
+    "$tool" "$src" -o "$work/sync/$1" -q --sync || return 1
+  awk -v dir="\"$work/sync\"" '
+    /(linkat|rename)[a-z0-9]*\(/ && /= 0$/ { named = 1; next }
+    named && /openat\(/ && index($0, dir ",") && /O_DIRECTORY/ { split($0, a, "= "); fd = a[2]; next }
+    named && fd != "" && $0 ~ ("fsync\\(" fd "\\) += 0") { found = 1 }
+    END { exit !found }' "$work/strace"
+}
+if command -v strace > /dev/null && strace -o /dev/null true 2> /dev/null; then
+  mkdir -p "$work/sync"
+  check "--sync fsyncs the directory after linking a new output" synced_name new.onnx
+  check "--sync fsyncs the directory after renaming over an old output" synced_name new.onnx
+else
+  echo "SKIP --sync directory fsync: strace is not usable here"
+fi
 
 # ---- reports that cannot be delivered ---------------------------------------------------
 lost_report() {
