@@ -205,7 +205,10 @@ RNNSTATE_API void rnnstate_save_options_init(rnnstate_save_options *options);
  * the new directory; the external files themselves are never read or copied.
  * The model is not modified, and no process-wide state is changed (umask,
  * signal dispositions or masks): a caller that wants Ctrl-C to remove the
- * temporary file handles the signal and sets *options->cancel. `options` may
+ * temporary file handles the signal and sets *options->cancel, and one that
+ * may run under a file-size limit (RLIMIT_FSIZE, ulimit -f) ignores SIGXFSZ,
+ * as the command line does, so that an output over the limit fails with
+ * RNNSTATE_ERR_IO ("File too large") instead of ending the process. `options` may
  * be NULL for the defaults.
  *
  * Returns RNNSTATE_OK; RNNSTATE_ERR_IO when the file cannot be written (or

@@ -543,6 +543,15 @@ static void ignore_broken_pipes(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* A file-size limit (ulimit -f, systemd's LimitFSIZE) smaller than an output
+ * must not end the run at the first large model: with SIGXFSZ ignored, the
+ * write fails with EFBIG instead, like a full disk, and that model fails
+ * (no temporary file left), the others go on. */
+static void ignore_file_size_limit_signal(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
+}
+
 static void begin_save(void)
 {
     atomic_fetch_add(&saving, 1);
@@ -1161,6 +1170,7 @@ int main(int argc, char **argv)
     hold_closed_standard_descriptors();
     handle_termination_signals();
     ignore_broken_pipes();
+    ignore_file_size_limit_signal();
     cli c = { 0 };
     job *jobs = NULL;
     size_t n_jobs = 0, empty_dirs = 0;
