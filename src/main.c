@@ -80,7 +80,8 @@ static const char usage_text[] =
     "                           CPUs); reports, outputs and their order are those of\n"
     "                           a run with -j 1\n"
     "      --max-model-size N   refuse models larger than N bytes (K, M, G suffixes;\n"
-    "                           default and maximum 2G, protobuf's own limit)\n"
+    "                           default and maximum 2G, protobuf's own limit); an\n"
+    "                           output that grew past it is still written and checked\n"
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version and exit\n"
     "\n"
@@ -716,12 +717,24 @@ static rnnstate_status check_loaded(rnnstate_status st, rnnstate_model *again,
     return st;
 }
 
+/* The limits a written model is re-loaded under: the run's, except the
+ * size: --max-model-size bounds what the run reads, and a correct rewrite
+ * may grow past it (new inputs, defaults); the writer keeps every output
+ * within protobuf's own limit, the loader's default. */
+static rnnstate_limits output_limits(const cli *c)
+{
+    rnnstate_limits l = c->limits;
+    l.max_model_bytes = RNNSTATE_DEFAULT_MAX_MODEL_BYTES;
+    return l;
+}
+
 /* Runs on the complete temporary file, before it takes the output's name. */
 static rnnstate_status verify_written(int fd, const char *path, void *arg, rnnstate_error *err)
 {
     const check_job *k = arg;
     rnnstate_model *again = NULL;
-    rnnstate_status st = rnnstate_model_load_fd(fd, path, &k->c->limits, &again, err);
+    rnnstate_limits limits = output_limits(k->c);
+    rnnstate_status st = rnnstate_model_load_fd(fd, path, &limits, &again, err);
     return check_loaded(st, again, k, err);
 }
 
@@ -733,9 +746,10 @@ static rnnstate_status verify_in_memory(const rnnstate_model *model, const char 
     unsigned char *data = NULL;
     size_t size = 0;
     rnnstate_model *again = NULL;
+    rnnstate_limits limits = output_limits(k->c);
     rnnstate_status st = rnnstate_model_save_memory(model, &data, &size, err);
     if (st == RNNSTATE_OK)
-        st = rnnstate_model_load_memory(data, size, label, &k->c->limits, &again, err);
+        st = rnnstate_model_load_memory(data, size, label, &limits, &again, err);
     rnnstate_buffer_free(data);
     return check_loaded(st, again, k, err);
 }
