@@ -594,7 +594,7 @@ typedef struct run_state {
     bool inputs_noted;  /* inputs is filled: the first time an output was already there */
     input_file *inputs; /* every input of the run that is a file */
     size_t n_inputs;
-    char *cleaned_dir;  /* the last directory cleared of stale temporary files */
+    string_list cleaned_dirs; /* directories cleared of stale temporary files, sorted */
     pthread_mutex_t lock; /* guards the above when models are processed in parallel */
 } run_state;
 
@@ -679,8 +679,35 @@ static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j,
     return err->status = RNNSTATE_ERR_ARGUMENT;
 }
 
+/* Adds `dir` to the sorted list unless it is there; true when it was not
+ * (the caller then owns nothing: the list keeps `dir`), false when it was
+ * (`dir` is freed). */
+static bool add_once(string_list *sorted, char *dir)
+{
+    size_t lo = 0, hi = sorted->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(sorted->items[mid], dir);
+        if (c == 0) {
+            free(dir);
+            return false;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    list_push(sorted, dir); /* grows the array; then moved into place */
+    memmove(sorted->items + lo + 1, sorted->items + lo,
+            (sorted->n - 1 - lo) * sizeof *sorted->items);
+    sorted->items[lo] = dir;
+    return true;
+}
+
 /* Temporary files that killed runs left in an output directory go before
- * the first save there (jobs come directory by directory). */
+ * the first save there, once per directory and run: outputs that alternate
+ * between directories (a/m1 b/m1 a/m2 ...) must not rescan them at every
+ * model. */
 static void clean_output_directory(const char *output, run_state *rs)
 {
     char *dir = xstrdup(output);
@@ -690,13 +717,8 @@ static void clean_output_directory(const char *output, run_state *rs)
     else
         slash[slash == dir] = '\0'; /* "/x" -> "/" */
     pthread_mutex_lock(&rs->lock);
-    if (!rs->cleaned_dir || strcmp(rs->cleaned_dir, dir) != 0) {
+    if (add_once(&rs->cleaned_dirs, dir))
         rnnstate_remove_stale_temp_files(dir);
-        free(rs->cleaned_dir);
-        rs->cleaned_dir = dir;
-    } else {
-        free(dir);
-    }
     pthread_mutex_unlock(&rs->lock);
 }
 
@@ -1174,7 +1196,7 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
                           &t))
         status = EXIT_MODEL_FAILED;
     free(rs.inputs);
-    free(rs.cleaned_dir);
+    list_free(&rs.cleaned_dirs);
     pthread_mutex_destroy(&rs.lock);
     return status;
 }

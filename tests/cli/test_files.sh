@@ -137,8 +137,21 @@ if command -v strace > /dev/null && strace -o /dev/null true 2> /dev/null; then
   mkdir -p "$work/sync"
   check "--sync fsyncs the directory after linking a new output" synced_name new.onnx
   check "--sync fsyncs the directory after renaming over an old output" synced_name new.onnx
+  # stale temporary files are looked for once per output directory (issue
+  # 26): outputs alternating between two directories open each for listing
+  # once, not once per model
+  mkdir -p "$work/alt/a" "$work/alt/b"
+  alternating=()
+  for i in 1 2 3 4 5 6; do
+    cp "$src" "$work/alt/a/m$i.onnx" && cp "$src" "$work/alt/b/m$i.onnx"
+    alternating+=("$work/alt/a/m$i.onnx" "$work/alt/b/m$i.onnx")
+  done
+  strace -f -o "$work/strace" -e trace=openat "$tool" -q -j 1 "${alternating[@]}"
+  listings=$(grep -c -e "\"$work/alt/[ab]\", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY" "$work/strace")
+  why="$listings listings of the two directories for 12 models"
+  check "stale-file cleanup lists each output directory once (alternating a/ b/)" [ "$listings" -eq 2 ]
 else
-  echo "SKIP --sync directory fsync: strace is not usable here"
+  echo "SKIP --sync directory fsync, cleanup once per directory: strace is not usable here"
 fi
 
 # ---- reports that cannot be delivered ---------------------------------------------------
