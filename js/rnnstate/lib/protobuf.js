@@ -5,14 +5,12 @@
 
 // A cursor over a Uint8Array. Varints are read as BigInt because ONNX dims and
 // int64_data are 64-bit, and negative int32 values are sign-extended to 10
-// bytes on the wire. Every length read is bounded by the end of the message
-// it is in (length()), so a hostile file that claims 2^40 bytes fails at
-// once instead of walking past the buffer; every error says at which byte.
+// bytes on the wire.
 class Reader {
   constructor(buf, start = 0, end = buf.length) {
     this.buf = buf;
     this.pos = start;
-    this.end = Math.min(end, buf.length);
+    this.end = end;
   }
 
   eof() {
@@ -32,25 +30,13 @@ class Reader {
     }
   }
 
-  // Small unsigned varints (tags) as Number.
+  // Small unsigned varints (tags, lengths) as Number.
   uvarint32() {
     return Number(BigInt.asUintN(64, this.varint()));
   }
 
-  // The length of a length-delimited field, checked against what is left of
-  // the message (and of the buffer: a sub-reader's end never passes it).
-  length() {
-    const at = this.pos;
-    const n = BigInt.asUintN(64, this.varint());
-    if (n > BigInt(this.end - this.pos)) {
-      throw new Error(`protobuf: truncated or corrupt (a length field at byte ${at} claims ${n} bytes, `
-        + `${this.end - this.pos} are left in its message)`);
-    }
-    return Number(n);
-  }
-
   bytes(n) {
-    if (this.pos + n > this.end) throw new Error(`protobuf: truncated field at byte ${this.pos}`);
+    if (this.pos + n > this.end) throw new Error('protobuf: truncated field');
     const out = this.buf.subarray(this.pos, this.pos + n);
     this.pos += n;
     return out;
@@ -59,18 +45,15 @@ class Reader {
   // Returns { field, wire } or null at the end of the message.
   tag() {
     if (this.eof()) return null;
-    const at = this.pos;
-    const t = this.varint();
-    const field = Number(t >> 3n);
-    if (field === 0 || field > 0x1fffffff) throw new Error(`protobuf: bad field number ${field} at byte ${at}`);
-    return { field, wire: Number(t & 7n) };
+    const t = this.uvarint32();
+    return { field: t >>> 3, wire: t & 7 };
   }
 
   skip(wire) {
     switch (wire) {
       case 0: this.varint(); break;
       case 1: this.bytes(8); break;
-      case 2: this.bytes(this.length()); break;
+      case 2: this.bytes(this.uvarint32()); break;
       case 5: this.bytes(4); break;
       default: throw new Error(`protobuf: unsupported wire type ${wire}`);
     }
@@ -81,7 +64,7 @@ class Reader {
 // reads a single element from a reader; the values are pushed to `out`.
 function readRepeated(r, wire, scalarWire, one, out) {
   if (wire === 2) {
-    const len = r.length();
+    const len = r.uvarint32();
     const sub = new Reader(r.buf, r.pos, r.pos + len);
     r.pos += len;
     while (!sub.eof()) out.push(one(sub));
@@ -109,7 +92,7 @@ function subMessages(buf, start, end, field) {
   let t;
   while ((t = r.tag()) !== null) {
     if (t.field === field && t.wire === 2) {
-      const len = r.length();
+      const len = r.uvarint32();
       out.push([r.pos, r.pos + len]);
       r.pos += len;
     } else {
@@ -125,7 +108,7 @@ function stringField(buf, start, end, field) {
   let t;
   let s = '';
   while ((t = r.tag()) !== null) {
-    if (t.field === field && t.wire === 2) s = Buffer.from(r.bytes(r.length())).toString('utf8');
+    if (t.field === field && t.wire === 2) s = Buffer.from(r.bytes(r.uvarint32())).toString('utf8');
     else r.skip(t.wire);
   }
   return s;
