@@ -225,9 +225,12 @@ RNNSTATE_API rnnstate_status rnnstate_model_save_file(const rnnstate_model *mode
 
 /* Removes the temporary files that saves into `dir` left when their process
  * was killed between naming a file and renaming it: files named
- * ".rnnstate.tmp-PID-RANDOM" whose process PID no longer exists and that no
- * process holds locked (a save holds its temporary file locked). A live
- * save's file is never removed. Returns how many were removed. */
+ * ".rnnstate.tmp-PID-RANDOM" that no process holds locked. A save holds its
+ * temporary file locked from before the file has a name until it is
+ * renamed, on every route, so a live save's file is never removed; the PID
+ * in the name is not consulted (a save in another PID namespace may run
+ * under a PID that is nobody here, and a run killed as a container's PID 1
+ * leaves a PID that is always taken). Returns how many were removed. */
 RNNSTATE_API size_t rnnstate_remove_stale_temp_files(const char *dir);
 
 /* Writes the serialized model to an open file descriptor (a pipe, standard

@@ -1064,7 +1064,11 @@ static int create_named_temp(const char *dir, const target *t, char **tmp, int *
 }
 
 /* Fallback route (no O_TMPFILE): a named temporary file from the start,
- * removed on any failure, and after a request to stop. */
+ * removed on any failure, and after a request to stop. It stays locked
+ * until it is renamed: a duplicate of its descriptor holds the lock (flock
+ * locks belong to the open file, not the descriptor) across the close()
+ * whose error tells of a failed write on NFS, so that no other run (in
+ * another PID namespace, say) takes it for a stale file meanwhile. */
 static int write_via_named_file(const char *path, emit_job *job, const target *t)
 {
     char *dir = directory_of(path), *tmp = NULL;
@@ -1077,10 +1081,15 @@ static int write_via_named_file(const char *path, emit_job *job, const target *t
     e = emit_to_fd(job, fd);
     if (!e)
         e = finish_file(job, fd, t);
+    int lock_fd = e ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (!e && lock_fd < 0)
+        e = errno;
     if (close(fd) != 0 && !e)
         e = errno;
     if (!e && rename(tmp, path) != 0)
         e = errno;
+    if (lock_fd >= 0)
+        close(lock_fd);
     if (e)
         unlink(tmp);
     else if ((e = sync_directory(job->options, dir)) != 0 && !t->replaced)
@@ -1189,17 +1198,23 @@ rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, cons
 
 /* ---- what killed runs left ------------------------------------------------- */
 
-/* The process that made a temporary file of ours, from its name; 0 when the
- * name is not one of ours. */
-static long temp_file_owner(const char *name)
+/* True when `name` is one of our temporary files' names: TEMP_PREFIX, a
+ * process id, "-". */
+static bool is_temp_name(const char *name)
 {
     if (strncmp(name, TEMP_PREFIX, strlen(TEMP_PREFIX)) != 0)
-        return 0;
+        return false;
     char *end;
     long pid = strtol(name + strlen(TEMP_PREFIX), &end, 10);
-    return pid > 0 && *end == '-' ? pid : 0;
+    return pid > 0 && *end == '-';
 }
 
+/* A temporary file is stale when nothing holds its lock: a save locks its
+ * file before it has a name and holds the lock until the file is renamed
+ * (both routes). The process id in the name is not asked: a process in
+ * another PID namespace (a container) may have a live save under an id
+ * that is nobody here, and a run killed as a container's PID 1 leaves a
+ * file whose id is always taken. */
 size_t rnnstate_remove_stale_temp_files(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -1208,12 +1223,8 @@ size_t rnnstate_remove_stale_temp_files(const char *dir)
     size_t removed = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long pid = temp_file_owner(e->d_name);
-        /* a live process (or one this process may not signal) keeps its file */
-        if (pid <= 0 || pid > INT_MAX || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
-            errno != ESRCH)
+        if (!is_temp_name(e->d_name))
             continue;
-        /* a run in another PID namespace, or on another host, holds its lock */
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         if (fd < 0)
