@@ -143,7 +143,9 @@ RNNSTATE_API rnnstate_status rnnstate_model_load_file(const char *path, const rn
  * as it streams, its wire format checked as the bytes arrive (garbage fails
  * at the first byte that proves it, without waiting for the end), kept in an
  * anonymous memory file up to 64 MiB and spooled to an unnamed temporary
- * file in $TMPDIR (or /tmp) beyond, then read like a file. */
+ * file in $TMPDIR (or /tmp) beyond, then read like a file; where that
+ * directory is missing, or full (also when it fills up midway), the stream
+ * stays in memory. */
 RNNSTATE_API rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
                                        rnnstate_model **model, rnnstate_error *err);
 

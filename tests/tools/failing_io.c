@@ -8,6 +8,10 @@
  *     write     write() and pwrite() on a descriptor above 2 (stdio's own
  *               writes to stdout and stderr go through libc internals and are
  *               never affected)
+ *     diskwrite write() and pwrite() on a descriptor above 2 that is not a
+ *               memory file (memfd): a full disk under $TMPDIR while memory
+ *               still takes the bytes (a rule of its own, counted apart
+ *               from `write`)
  *     fsync     fsync() and fdatasync()
  *     close     close() of a descriptor above 2 (the descriptor is closed all
  *               the same, as Linux does)
@@ -63,10 +67,10 @@
 #include <unistd.h>
 
 enum call { C_WRITE, C_FSYNC, C_CLOSE, C_RENAME, C_LINKAT, C_FLINK, C_TMPFILE, C_CREATE,
-            C_MKSTEMP, C_FCHMOD, C_COUNT };
+            C_MKSTEMP, C_FCHMOD, C_DISKWRITE, C_COUNT };
 static const char *const call_names[C_COUNT] = { "write",   "fsync",   "close",  "rename",
                                                  "linkat",  "flink",   "tmpfile", "create",
-                                                 "mkstemp", "fchmod" };
+                                                 "mkstemp", "fchmod",  "diskwrite" };
 
 enum mode { M_NONE, M_ERRNO, M_SLEEP, M_SHORT };
 
@@ -214,10 +218,29 @@ static enum mode decide(enum call c)
     if (!real_##name)                                  \
         real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
 
+/* True when fd is a memory file (memfd_create), which no disk fills. */
+static int is_memory_file(int fd)
+{
+    char link[64], target[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    return n >= 7 && !strncmp(target, "/memfd:", 7);
+}
+
+/* The diskwrite rule: true when this write to fd fails (errno set). */
+static int disk_write_fails(int fd)
+{
+    configure();
+    return rules[C_DISKWRITE].mode != M_NONE && !is_memory_file(fd) &&
+           decide(C_DISKWRITE) == M_ERRNO;
+}
+
 ssize_t write(int fd, const void *buf, size_t n)
 {
     REAL(write);
     if (fd > 2) {
+        if (disk_write_fails(fd))
+            return -1;
         enum mode m = decide(C_WRITE);
         if (m == M_ERRNO)
             return -1;
@@ -231,6 +254,8 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     REAL(pwrite);
     if (fd > 2) {
+        if (disk_write_fails(fd))
+            return -1;
         enum mode m = decide(C_WRITE);
         if (m == M_ERRNO)
             return -1;
