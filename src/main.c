@@ -484,10 +484,18 @@ static bool parent_dir_exists(const char *path)
     return there;
 }
 
-/* mkdir -p for the directory part of path. A directory that is there is
- * only looked at: mkdir() locks its parent even to fail, and every job of
- * a batch into one directory would wait for the others there. */
-static bool make_parent_dirs(const char *path)
+/* The directories a run made for its outputs, in the order made, so that
+ * those left empty (every output into them failed) can go at the end. */
+typedef struct made_dirs {
+    string_list made;
+    pthread_mutex_t *lock; /* guards `made` when models are processed in parallel */
+} made_dirs;
+
+/* mkdir -p for the directory part of path; the directories it makes are
+ * noted in *md. A directory that is there is only looked at: mkdir() locks
+ * its parent even to fail, and every job of a batch into one directory
+ * would wait for the others there. */
+static bool make_parent_dirs(const char *path, made_dirs *md)
 {
     if (parent_dir_exists(path))
         return true;
@@ -495,11 +503,27 @@ static bool make_parent_dirs(const char *path)
     bool ok = true;
     for (char *p = copy + 1; ok && (p = strchr(p, '/')) != NULL; p++) {
         *p = '\0';
-        ok = mkdir(copy, 0777) == 0 || errno == EEXIST;
+        bool made = mkdir(copy, 0777) == 0;
+        ok = made || errno == EEXIST;
+        if (made) {
+            pthread_mutex_lock(md->lock);
+            list_push(&md->made, xstrdup(copy));
+            pthread_mutex_unlock(md->lock);
+        }
         *p = '/';
     }
     free(copy);
     return ok;
+}
+
+/* At the end of a run: the directories it made that no output went into
+ * (every model for them failed) are removed, the deepest first (each was
+ * made after its parent); rmdir() leaves any that holds something. */
+static void remove_empty_made_dirs(made_dirs *md)
+{
+    for (size_t i = md->made.n; i-- > 0;)
+        rmdir(md->made.items[i]);
+    list_free(&md->made);
 }
 
 /* ---- signals --------------------------------------------------------------- */
@@ -595,6 +619,7 @@ typedef struct run_state {
     input_file *inputs; /* every input of the run that is a file */
     size_t n_inputs;
     string_list cleaned_dirs; /* directories cleared of stale temporary files, sorted */
+    made_dirs made;           /* directories made for outputs (-d) */
     pthread_mutex_t lock; /* guards the above when models are processed in parallel */
 } run_state;
 
@@ -806,7 +831,7 @@ static rnnstate_status save(const cli *c, const job *j, const output_target *at,
         return st;
     if (!strcmp(j->output, "-"))
         return write_stdout(model, err);
-    if (c->output_dir && !make_parent_dirs(j->output)) {
+    if (c->output_dir && !make_parent_dirs(j->output, &rs->made)) {
         char *path = shown(j->output);
         snprintf(err->message, sizeof err->message, "%s: cannot create its directory: %s", path,
                  strerror(errno));
@@ -1172,6 +1197,7 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     if (c->json)
         rnnstate_json_stream_begin(&json, stdout);
     run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
+    rs.made.lock = &rs.lock;
     if (pthread_mutex_init(&rs.lock, NULL) != 0)
         die_oom();
     size_t threads = thread_count(c, jobs, n_jobs);
@@ -1197,6 +1223,7 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
         status = EXIT_MODEL_FAILED;
     free(rs.inputs);
     list_free(&rs.cleaned_dirs);
+    remove_empty_made_dirs(&rs.made);
     pthread_mutex_destroy(&rs.lock);
     return status;
 }
