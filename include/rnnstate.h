@@ -194,8 +194,11 @@ RNNSTATE_API void rnnstate_save_options_init(rnnstate_save_options *options);
  * `path` (a previous file there is kept) and the temporary file is removed; a
  * process killed meanwhile leaves nothing, except in the instant between
  * naming a replacement and renaming it, whose temporary file
- * rnnstate_remove_stale_temp_files() removes later. A replaced file's mode
- * and, where this process may set them, owner and group are kept; a new file
+ * rnnstate_remove_stale_temp_files() removes later. A replaced file's mode,
+ * extended attributes (POSIX ACLs among them) and, where this process may
+ * set them, owner and group are kept (an attribute that cannot be set on
+ * the new file fails the save with RNNSTATE_ERR_IO, naming it, and leaves
+ * the file as it was); a new file
  * gets 0666 & ~umask. A symbolic link at `path` is replaced like mv does when
  * it points to a regular file or nowhere, refused when it points to anything
  * else; a device or FIFO is written in place. Nothing is created or written

@@ -32,6 +32,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -904,13 +905,100 @@ static int keep_owner_and_mode(int fd, const struct stat *was)
     return fchmod(fd, was->st_mode & 07777) == 0 ? 0 : errno;
 }
 
+/* The names of the extended attributes of `path` (a NUL-separated list of
+ * *size bytes, malloc'd; NULL with *size 0 when it has none or its file
+ * system keeps none); false with errno on failure. */
+static bool list_xattrs(const char *path, char **names, ssize_t *size)
+{
+    *names = NULL;
+    *size = 0;
+    for (int attempt = 0; attempt < 8; attempt++) { /* the list may grow meanwhile */
+        ssize_t n = listxattr(path, NULL, 0);
+        if (n < 0)
+            return errno == ENOTSUP;
+        if (n == 0)
+            return true;
+        char *buf = malloc((size_t)n);
+        if (!buf) {
+            errno = ENOMEM;
+            return false;
+        }
+        ssize_t got = listxattr(path, buf, (size_t)n);
+        if (got >= 0) {
+            *names = buf;
+            *size = got;
+            return true;
+        }
+        free(buf);
+        if (errno != ERANGE)
+            return false;
+    }
+    errno = ERANGE;
+    return false;
+}
+
+/* Gives the new file the value of the replaced file's attribute `name`;
+ * 0 or an errno. A value the new file already has (an SELinux label the
+ * policy gave it) counts as kept. */
+static int keep_xattr(int fd, const char *path, const char *name)
+{
+    ssize_t n = getxattr(path, name, NULL, 0);
+    if (n < 0)
+        return errno == ENODATA ? 0 : errno; /* removed meanwhile */
+    char *value = malloc(n ? (size_t)n : 1), *now = malloc(n ? (size_t)n : 1);
+    int e = 0;
+    if (!value || !now)
+        e = ENOMEM;
+    else if ((n = getxattr(path, name, value, (size_t)n)) < 0)
+        e = errno;
+    else if (fsetxattr(fd, name, value, (size_t)n, 0) != 0) {
+        e = errno;
+        if (fgetxattr(fd, name, now, (size_t)n) == n && !memcmp(now, value, (size_t)n))
+            e = 0;
+    }
+    free(value);
+    free(now);
+    return e;
+}
+
+/* The replaced file's extended attributes go to the new file, POSIX ACLs
+ * (system.posix_acl_access) among them: without its ACL a file whose
+ * owning group had no access would give that group the ACL's mask, and
+ * named users would lose theirs. Called after the mode is set (setting the
+ * ACL sets the group bits to its mask, as they were). Where one cannot be
+ * kept, the replace is refused (-1, job->status) with a message naming it. */
+static int keep_xattrs(emit_job *job, int fd)
+{
+    char *names;
+    ssize_t size;
+    if (!list_xattrs(job->path, &names, &size))
+        return errno;
+    int e = 0;
+    const char *failed = NULL;
+    for (const char *name = names; !e && names && name < names + size; name += strlen(name) + 1)
+        if ((e = keep_xattr(fd, job->path, name)) != 0)
+            failed = name;
+    if (failed) {
+        job->status = set_error(job->err, RNNSTATE_ERR_IO,
+                                "%s: not replaced: its extended attribute '%s' cannot be kept "
+                                "(%s); the file is as it was",
+                                job->path, failed, strerror(e));
+        e = -1;
+    }
+    free(names);
+    return e;
+}
+
 /* A complete temporary file is made ready to take the target's place: the
- * replaced file's owner and mode, fsync() when asked, the caller's
- * verification. Returns an errno, or -1 with job->status. */
+ * replaced file's owner, mode and extended attributes (ACLs), fsync() when
+ * asked, the caller's verification. Returns an errno, or -1 with
+ * job->status. */
 static int finish_file(emit_job *job, int fd, const target *t)
 {
     const rnnstate_save_options *o = job->options;
     int e = t->replaced ? keep_owner_and_mode(fd, &t->st) : 0;
+    if (!e && t->replaced)
+        e = keep_xattrs(job, fd);
     if (!e && o->sync && fsync(fd) != 0)
         e = errno;
     if (!e && o->verify) {

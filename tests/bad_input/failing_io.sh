@@ -151,6 +151,29 @@ fails "fallback: rename EIO" "tmpfile:EOPNOTSUPP,rename:EIO" "Input/output error
 fails "fallback: rename EIO over an existing output" "tmpfile:EOPNOTSUPP,rename:EIO" "Input/output error" existing
 fails "fallback: write ENOSPC, in-place rewrite" "tmpfile:EOPNOTSUPP,write:ENOSPC" "No space left on device" inplace
 
+# ---- extended attributes that cannot be kept (issue 26) --------------------------------
+# A replaced file's extended attributes (ACLs) go to the new file; where one
+# cannot be set, the replace is refused with a message naming it, and the
+# previous file stays as it was (both routes).
+xattr_refused() {
+  local name=$1 spec=$2
+  fresh_dir
+  printf 'previous output\n' > "$d/out.onnx"
+  if ! /usr/bin/python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.origin", b"zoo")' "$d/out.onnx" 2> /dev/null; then
+    echo "SKIP $name: no user extended attributes here"; return
+  fi
+  shim_run "$spec" "$src" -o "$d/out.onnx"
+  local why; why=$(crash_report "$status" "$work/stderr")
+  if [ -n "$why" ]; then fail "$name" "$why"; return; fi
+  local want="rnnstate-rewrite: $d/out.onnx: not replaced: its extended attribute 'user.origin' cannot be kept (Operation not supported); the file is as it was"
+  if [ "$status" -ne 1 ] || [ "$err" != "$want" ]; then fail "$name" "status $status, stderr '$err'"; return; fi
+  if [ "$(cat "$d/out.onnx")" != "previous output" ]; then fail "$name" "the previous output was damaged"; return; fi
+  if [ -n "$(temp_files "$d")" ]; then fail "$name" "temporary file left: $(temp_files "$d")"; return; fi
+  pass "$name"
+}
+xattr_refused "an extended attribute that cannot be kept refuses the replace" "fsetxattr:EOPNOTSUPP"
+xattr_refused "the same on the named route" "tmpfile:EOPNOTSUPP,fsetxattr:EOPNOTSUPP"
+
 # ---- the input shrinks while it is being rewritten ----------------------------------------
 # Initializers over 64 KiB are copied from the input file at save time
 # (lazy_scan.c). The shim holds the first write; meanwhile the input is

@@ -42,6 +42,36 @@ else
 fi
 check "no temporary file left" [ -z "$(ls -A "$d" | grep '^\.')" ]
 
+# ---- extended attributes and ACLs (issue 26) -------------------------------------
+# A replaced file keeps its extended attributes, its POSIX ACL among them:
+# without it the owning group (---) would get the mask (rw-) and the named
+# user would lose its entry. Set with python3 (no setfacl needed); skipped
+# where the file system keeps neither.
+xattr_py() { /usr/bin/python3 -c "$1" "${@:2}" 2> /dev/null; }
+set_attrs='
+import os, struct, sys
+f = sys.argv[1]
+os.setxattr(f, "user.origin", b"model zoo")
+entry = lambda tag, perm, who=0xffffffff: struct.pack("<HHI", tag, perm, who)
+acl = struct.pack("<I", 2) + entry(1, 6) + entry(2, 6, 65534) + entry(4, 0) + entry(0x10, 6) + entry(0x20, 0)
+os.setxattr(f, "system.posix_acl_access", acl)'
+show_attrs='
+import os, sys
+f = sys.argv[1]
+print(" ".join("%s=%s" % (n, os.getxattr(f, n).hex()) for n in sorted(os.listxattr(f))), oct(os.stat(f).st_mode & 0o777))'
+d=$work/xattrs && mkdir -p "$d"
+printf 'old\n' > "$d/acl.onnx" && chmod 600 "$d/acl.onnx"
+if xattr_py "$set_attrs" "$d/acl.onnx"; then
+  before=$(xattr_py "$show_attrs" "$d/acl.onnx")
+  "$tool" "$src" -o "$d/acl.onnx" -q
+  after=$(xattr_py "$show_attrs" "$d/acl.onnx")
+  why="before: $before; after: $after"
+  attrs_kept() { [ -n "$before" ] && [ "$before" = "$after" ] && same_as_reference "$d/acl.onnx"; }
+  check "a replaced file keeps its ACL (group ---, user nobody rw-) and extended attributes" attrs_kept
+else
+  echo "SKIP extended attributes and ACLs: the file system here keeps neither"
+fi
+
 # ---- names of NAME_MAX bytes ------------------------------------------------------
 long=$(printf 'm%.0s' $(seq 250)).onnx   # 255 bytes
 "$tool" "$src" -o "$work/$long" -q

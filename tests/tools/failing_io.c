@@ -25,6 +25,7 @@
  *     create    open()/openat() with O_CREAT (not O_TMPFILE)
  *     mkstemp   mkstemp(), mkostemp(), mkstemps(), mkostemps()
  *     fchmod    fchmod()
+ *     fsetxattr fsetxattr() (keeping a replaced file's extended attributes)
  * WHAT is an errno name (ENOSPC, EIO, EACCES, EROFS, EDQUOT, EXDEV, EPERM,
  * EOPNOTSUPP, EINVAL, ENOENT, EISDIR, EEXIST, EINTR, EFBIG, EMFILE) or number, or
  *     sleep     the call first sleeps FAIL_IO_SLEEP seconds (default 3600),
@@ -63,14 +64,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 enum call { C_WRITE, C_FSYNC, C_CLOSE, C_RENAME, C_LINKAT, C_FLINK, C_TMPFILE, C_CREATE,
-            C_MKSTEMP, C_FCHMOD, C_DISKWRITE, C_COUNT };
+            C_MKSTEMP, C_FCHMOD, C_DISKWRITE, C_FSETXATTR, C_COUNT };
 static const char *const call_names[C_COUNT] = { "write",   "fsync",   "close",  "rename",
                                                  "linkat",  "flink",   "tmpfile", "create",
-                                                 "mkstemp", "fchmod",  "diskwrite" };
+                                                 "mkstemp", "fchmod",  "diskwrite", "fsetxattr" };
 
 enum mode { M_NONE, M_ERRNO, M_SLEEP, M_SHORT };
 
@@ -480,4 +482,12 @@ __attribute__((destructor)) static void realloc_report(void)
         return;
     fprintf(f, "realloc_bytes_copied %llu\n", realloc_bytes_copied);
     fclose(f);
+}
+
+int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
+{
+    REAL(fsetxattr);
+    if (decide(C_FSETXATTR) == M_ERRNO)
+        return -1;
+    return real_fsetxattr(fd, name, value, size, flags);
 }
