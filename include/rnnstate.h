@@ -143,7 +143,9 @@ RNNSTATE_API rnnstate_status rnnstate_model_load_file(const char *path, const rn
  * as it streams, its wire format checked as the bytes arrive (garbage fails
  * at the first byte that proves it, without waiting for the end), kept in an
  * anonymous memory file up to 64 MiB and spooled to an unnamed temporary
- * file in $TMPDIR (or /tmp) beyond, then read like a file. */
+ * file in $TMPDIR (or /tmp) beyond, then read like a file; where that
+ * directory is missing, or full (also when it fills up midway), the stream
+ * stays in memory. */
 RNNSTATE_API rnnstate_status rnnstate_model_load_fd(int fd, const char *label, const rnnstate_limits *limits,
                                        rnnstate_model **model, rnnstate_error *err);
 
@@ -156,8 +158,14 @@ RNNSTATE_API rnnstate_status rnnstate_model_load_memory(const void *data, size_t
 
 typedef struct rnnstate_save_options {
     size_t struct_size; /* set by rnnstate_save_options_init(), see "Options structs" */
-    /* fsync() the file before it takes the target's place, so that it
-     * survives a crash of the machine. Default: false, like cp, compilers and
+    /* fsync() the file before it takes the target's place, and its
+     * directory once the name is made (after linkat() or rename()), so that
+     * the new file survives a crash of the machine under its name. A file
+     * system that cannot fsync a directory (fsync() fails with EINVAL: some
+     * FUSE and network file systems) keeps the name as durably as it can;
+     * that is not an error. When the directory's fsync fails otherwise (an
+     * I/O error), the save fails: a new file is removed, a replaced file has
+     * already been replaced. Default: false, like cp, compilers and
      * onnx.save: without it the output is still atomic for the programs that
      * read it, but after a machine crash soon after the save it may be empty
      * or partial; with it a save takes as long as the disk needs to write it
@@ -186,8 +194,11 @@ RNNSTATE_API void rnnstate_save_options_init(rnnstate_save_options *options);
  * `path` (a previous file there is kept) and the temporary file is removed; a
  * process killed meanwhile leaves nothing, except in the instant between
  * naming a replacement and renaming it, whose temporary file
- * rnnstate_remove_stale_temp_files() removes later. A replaced file's mode
- * and, where this process may set them, owner and group are kept; a new file
+ * rnnstate_remove_stale_temp_files() removes later. A replaced file's mode,
+ * extended attributes (POSIX ACLs among them) and, where this process may
+ * set them, owner and group are kept (an attribute that cannot be set on
+ * the new file fails the save with RNNSTATE_ERR_IO, naming it, and leaves
+ * the file as it was); a new file
  * gets 0666 & ~umask. A symbolic link at `path` is replaced like mv does when
  * it points to a regular file or nowhere, refused when it points to anything
  * else; a device or FIFO is written in place. Nothing is created or written
@@ -199,7 +210,10 @@ RNNSTATE_API void rnnstate_save_options_init(rnnstate_save_options *options);
  * the new directory; the external files themselves are never read or copied.
  * The model is not modified, and no process-wide state is changed (umask,
  * signal dispositions or masks): a caller that wants Ctrl-C to remove the
- * temporary file handles the signal and sets *options->cancel. `options` may
+ * temporary file handles the signal and sets *options->cancel, and one that
+ * may run under a file-size limit (RLIMIT_FSIZE, ulimit -f) ignores SIGXFSZ,
+ * as the command line does, so that an output over the limit fails with
+ * RNNSTATE_ERR_IO ("File too large") instead of ending the process. `options` may
  * be NULL for the defaults.
  *
  * Returns RNNSTATE_OK; RNNSTATE_ERR_IO when the file cannot be written (or
@@ -216,9 +230,12 @@ RNNSTATE_API rnnstate_status rnnstate_model_save_file(const rnnstate_model *mode
 
 /* Removes the temporary files that saves into `dir` left when their process
  * was killed between naming a file and renaming it: files named
- * ".rnnstate.tmp-PID-RANDOM" whose process PID no longer exists and that no
- * process holds locked (a save holds its temporary file locked). A live
- * save's file is never removed. Returns how many were removed. */
+ * ".rnnstate.tmp-PID-RANDOM" that no process holds locked. A save holds its
+ * temporary file locked from before the file has a name until it is
+ * renamed, on every route, so a live save's file is never removed; the PID
+ * in the name is not consulted (a save in another PID namespace may run
+ * under a PID that is nobody here, and a run killed as a container's PID 1
+ * leaves a PID that is always taken). Returns how many were removed. */
 RNNSTATE_API size_t rnnstate_remove_stale_temp_files(const char *dir);
 
 /* Writes the serialized model to an open file descriptor (a pipe, standard

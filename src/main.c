@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "cli/job_paths.h"
 #include "rnnstate.h"
 
 enum exit_code {
@@ -47,10 +48,11 @@ static const char usage_text[] =
     "  -r, --recursive          look for models in subdirectories too\n"
     "  -n, --dry-run            analyse and report; write nothing\n"
     "      --check              re-load each written model and verify its structure\n"
-    "      --sync               fsync each output before it takes its name, so that\n"
-    "                           it survives a machine crash (default: no fsync, like\n"
-    "                           cp; the output is atomic for readers either way, but\n"
-    "                           a machine crash soon after may leave a partial file);\n"
+    "      --sync               fsync each output before it takes its name, and its\n"
+    "                           directory after, so that it survives a machine\n"
+    "                           crash (default: no fsync, like cp; the output is\n"
+    "                           atomic for readers either way, but a machine crash\n"
+    "                           soon after may leave a partial file);\n"
     "                           --no-sync is accepted and changes nothing\n"
     "\n"
     "Rewriting:\n"
@@ -85,7 +87,8 @@ static const char usage_text[] =
     "                           CPUs); reports, outputs and their order are those of\n"
     "                           a run with -j 1\n"
     "      --max-model-size N   refuse models larger than N bytes (K, M, G suffixes;\n"
-    "                           default and maximum 2G, protobuf's own limit)\n"
+    "                           default and maximum 2G, protobuf's own limit); an\n"
+    "                           output that grew past it is still written and checked\n"
     "  -h, --help               show this help and exit\n"
     "  -V, --version            show the version and exit\n"
     "\n"
@@ -105,11 +108,6 @@ typedef struct string_list {
     char **items;
     size_t n;
 } string_list;
-
-typedef struct job {
-    char *input;  /* a path, or "-" */
-    char *output; /* a path, "-", or NULL for --dry-run */
-} job;
 
 typedef struct cli {
     string_list models;
@@ -447,34 +445,29 @@ static char *output_for(const cli *c, const char *root, const char *input)
     return !strcmp(input, "-") ? xstrdup("-") : default_output(input);
 }
 
-static int compare_outputs(const void *a, const void *b)
+/* Two models for one output file, however its path is spelled (job_paths.h):
+ * a usage error, found before anything is written. */
+static int refuse_shared_output(const job *jobs, size_t n_jobs)
 {
-    const job *x = *(const job *const *)a, *y = *(const job *const *)b;
-    int c = strcmp(x->output, y->output);
-    return c ? c : (x > y) - (x < y); /* equal paths in job order */
-}
-
-/* The output path (not "-") that two jobs share, taking the first job in
- * order that has a later twin; NULL when there is none. Sorted, not
- * compared pair by pair: a folder of many models is checked in
- * O(n log n). */
-static const char *first_output_written_twice(const job *jobs, size_t n_jobs)
-{
-    const job **sorted = malloc((n_jobs ? n_jobs : 1) * sizeof *sorted);
-    if (!sorted)
+    bool found;
+    size_t first, second;
+    if (n_jobs < 2)
+        return -1;
+    if (!find_shared_output(jobs, n_jobs, &found, &first, &second))
         die_oom();
-    size_t n = 0;
-    for (size_t i = 0; i < n_jobs; i++)
-        if (jobs[i].output && strcmp(jobs[i].output, "-") != 0)
-            sorted[n++] = &jobs[i];
-    if (n > 1)
-        qsort(sorted, n, sizeof *sorted, compare_outputs);
-    const job *first = NULL; /* the earliest job of a group of equal outputs */
-    for (size_t i = 0; i + 1 < n; i++)
-        if (!strcmp(sorted[i]->output, sorted[i + 1]->output) && (!first || sorted[i] < first))
-            first = sorted[i];
-    free(sorted);
-    return first ? first->output : NULL;
+    if (!found)
+        return -1;
+    const char *a = jobs[first].output, *b = jobs[second].output;
+    if (!strcmp(a, b))
+        return usage_error("two models would be written to %s", a);
+    size_t size = strlen(a) + strlen(b) + 64;
+    char *both = malloc(size);
+    if (!both)
+        die_oom();
+    snprintf(both, size, "%s and %s, one file", a, b);
+    int status = usage_error("two models would be written to %s", both);
+    free(both);
+    return status;
 }
 
 /* Turns the MODEL arguments into jobs; returns -1, or a usage exit status. */
@@ -511,10 +504,7 @@ static int make_jobs(const cli *c, job **jobs, size_t *n_jobs, size_t *empty_dir
         if ((*jobs)[i].output && !strcmp((*jobs)[i].output, "-"))
             return usage_error("%s", "the model and --json both want standard output: give -o FILE "
                                      "or leave out --json");
-    const char *twice = first_output_written_twice(*jobs, *n_jobs);
-    if (twice)
-        return usage_error("two models would be written to %s", twice);
-    return -1;
+    return refuse_shared_output(*jobs, *n_jobs);
 }
 
 /* ---- one model ----------------------------------------------------------- */
@@ -534,10 +524,18 @@ static bool parent_dir_exists(const char *path)
     return there;
 }
 
-/* mkdir -p for the directory part of path. A directory that is there is
- * only looked at: mkdir() locks its parent even to fail, and every job of
- * a batch into one directory would wait for the others there. */
-static bool make_parent_dirs(const char *path)
+/* The directories a run made for its outputs, in the order made, so that
+ * those left empty (every output into them failed) can go at the end. */
+typedef struct made_dirs {
+    string_list made;
+    pthread_mutex_t *lock; /* guards `made` when models are processed in parallel */
+} made_dirs;
+
+/* mkdir -p for the directory part of path; the directories it makes are
+ * noted in *md. A directory that is there is only looked at: mkdir() locks
+ * its parent even to fail, and every job of a batch into one directory
+ * would wait for the others there. */
+static bool make_parent_dirs(const char *path, made_dirs *md)
 {
     if (parent_dir_exists(path))
         return true;
@@ -545,11 +543,27 @@ static bool make_parent_dirs(const char *path)
     bool ok = true;
     for (char *p = copy + 1; ok && (p = strchr(p, '/')) != NULL; p++) {
         *p = '\0';
-        ok = mkdir(copy, 0777) == 0 || errno == EEXIST;
+        bool made = mkdir(copy, 0777) == 0;
+        ok = made || errno == EEXIST;
+        if (made) {
+            pthread_mutex_lock(md->lock);
+            list_push(&md->made, xstrdup(copy));
+            pthread_mutex_unlock(md->lock);
+        }
         *p = '/';
     }
     free(copy);
     return ok;
+}
+
+/* At the end of a run: the directories it made that no output went into
+ * (every model for them failed) are removed, the deepest first (each was
+ * made after its parent); rmdir() leaves any that holds something. */
+static void remove_empty_made_dirs(made_dirs *md)
+{
+    for (size_t i = md->made.n; i-- > 0;)
+        rmdir(md->made.items[i]);
+    list_free(&md->made);
 }
 
 /* ---- signals --------------------------------------------------------------- */
@@ -594,6 +608,15 @@ static void ignore_broken_pipes(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* A file-size limit (ulimit -f, systemd's LimitFSIZE) smaller than an output
+ * must not end the run at the first large model: with SIGXFSZ ignored, the
+ * write fails with EFBIG instead, like a full disk, and that model fails
+ * (no temporary file left), the others go on. */
+static void ignore_file_size_limit_signal(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
+}
+
 static void begin_save(void)
 {
     atomic_fetch_add(&saving, 1);
@@ -635,7 +658,8 @@ typedef struct run_state {
     bool inputs_noted;  /* inputs is filled: the first time an output was already there */
     input_file *inputs; /* every input of the run that is a file */
     size_t n_inputs;
-    char *cleaned_dir;  /* the last directory cleared of stale temporary files */
+    string_list cleaned_dirs; /* directories cleared of stale temporary files, sorted */
+    made_dirs made;           /* directories made for outputs (-d) */
     pthread_mutex_t lock; /* guards the above when models are processed in parallel */
 } run_state;
 
@@ -720,8 +744,35 @@ static rnnstate_status refuse_replacing_an_input(const cli *c, const job *j,
     return err->status = RNNSTATE_ERR_ARGUMENT;
 }
 
+/* Adds `dir` to the sorted list unless it is there; true when it was not
+ * (the caller then owns nothing: the list keeps `dir`), false when it was
+ * (`dir` is freed). */
+static bool add_once(string_list *sorted, char *dir)
+{
+    size_t lo = 0, hi = sorted->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(sorted->items[mid], dir);
+        if (c == 0) {
+            free(dir);
+            return false;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    list_push(sorted, dir); /* grows the array; then moved into place */
+    memmove(sorted->items + lo + 1, sorted->items + lo,
+            (sorted->n - 1 - lo) * sizeof *sorted->items);
+    sorted->items[lo] = dir;
+    return true;
+}
+
 /* Temporary files that killed runs left in an output directory go before
- * the first save there (jobs come directory by directory). */
+ * the first save there, once per directory and run: outputs that alternate
+ * between directories (a/m1 b/m1 a/m2 ...) must not rescan them at every
+ * model. */
 static void clean_output_directory(const char *output, run_state *rs)
 {
     char *dir = xstrdup(output);
@@ -731,13 +782,8 @@ static void clean_output_directory(const char *output, run_state *rs)
     else
         slash[slash == dir] = '\0'; /* "/x" -> "/" */
     pthread_mutex_lock(&rs->lock);
-    if (!rs->cleaned_dir || strcmp(rs->cleaned_dir, dir) != 0) {
+    if (add_once(&rs->cleaned_dirs, dir))
         rnnstate_remove_stale_temp_files(dir);
-        free(rs->cleaned_dir);
-        rs->cleaned_dir = dir;
-    } else {
-        free(dir);
-    }
     pthread_mutex_unlock(&rs->lock);
 }
 
@@ -758,12 +804,24 @@ static rnnstate_status check_loaded(rnnstate_status st, rnnstate_model *again,
     return st;
 }
 
+/* The limits a written model is re-loaded under: the run's, except the
+ * size: --max-model-size bounds what the run reads, and a correct rewrite
+ * may grow past it (new inputs, defaults); the writer keeps every output
+ * within protobuf's own limit, the loader's default. */
+static rnnstate_limits output_limits(const cli *c)
+{
+    rnnstate_limits l = c->limits;
+    l.max_model_bytes = RNNSTATE_DEFAULT_MAX_MODEL_BYTES;
+    return l;
+}
+
 /* Runs on the complete temporary file, before it takes the output's name. */
 static rnnstate_status verify_written(int fd, const char *path, void *arg, rnnstate_error *err)
 {
     const check_job *k = arg;
     rnnstate_model *again = NULL;
-    rnnstate_status st = rnnstate_model_load_fd(fd, path, &k->c->limits, &again, err);
+    rnnstate_limits limits = output_limits(k->c);
+    rnnstate_status st = rnnstate_model_load_fd(fd, path, &limits, &again, err);
     return check_loaded(st, again, k, err);
 }
 
@@ -775,9 +833,10 @@ static rnnstate_status verify_in_memory(const rnnstate_model *model, const char 
     unsigned char *data = NULL;
     size_t size = 0;
     rnnstate_model *again = NULL;
+    rnnstate_limits limits = output_limits(k->c);
     rnnstate_status st = rnnstate_model_save_memory(model, &data, &size, err);
     if (st == RNNSTATE_OK)
-        st = rnnstate_model_load_memory(data, size, label, &k->c->limits, &again, err);
+        st = rnnstate_model_load_memory(data, size, label, &limits, &again, err);
     rnnstate_buffer_free(data);
     return check_loaded(st, again, k, err);
 }
@@ -812,7 +871,7 @@ static rnnstate_status save(const cli *c, const job *j, const output_target *at,
         return st;
     if (!strcmp(j->output, "-"))
         return write_stdout(model, err);
-    if (c->output_dir && !make_parent_dirs(j->output)) {
+    if (c->output_dir && !make_parent_dirs(j->output, &rs->made)) {
         char *path = shown(j->output);
         snprintf(err->message, sizeof err->message, "%s: cannot create its directory: %s", path,
                  strerror(errno));
@@ -998,10 +1057,13 @@ typedef struct pool {
     FILE *text;
     run_results *results;
     job_output *outputs;
-    size_t next;    /* the next job to start */
-    size_t printed; /* the jobs before it have been printed */
-    bool printing;  /* a worker is printing (one at a time, in input order) */
+    size_t *wait_for; /* per job: how many jobs must be done before it starts */
+    size_t next;      /* the next job to start */
+    size_t done;      /* the jobs before it are done */
+    size_t printed;   /* the jobs before it have been printed */
+    bool printing;    /* a worker is printing (one at a time, in input order) */
     pthread_mutex_t lock;
+    pthread_cond_t job_done; /* `done` grew */
 } pool;
 
 static void run_buffered(pool *p, size_t i, run_totals *totals)
@@ -1025,9 +1087,9 @@ static void print_job_output(pool *p, size_t i)
 {
     job_output *o = &p->outputs[i];
     fwrite(o->text, 1, o->text_len, p->text);
+    fflush(p->text); /* before the errors: stdout and stderr may be one file */
     fwrite(o->errors, 1, o->errors_len, stderr);
     write_kept(p->results, &p->jobs[i], &o->kept);
-    fflush(p->text);
     free(o->text);
     free(o->errors);
     o->text = o->errors = NULL;
@@ -1050,6 +1112,21 @@ static void print_ready_jobs(pool *p)
     p->printing = false;
 }
 
+/* Called with the lock held: job i is done; wakes the jobs waiting for it. */
+static void mark_done(pool *p, size_t i)
+{
+    p->outputs[i].done = true;
+    size_t before = p->done;
+    while (p->done < p->n_jobs && p->outputs[p->done].done)
+        p->done++;
+    if (p->done != before)
+        pthread_cond_broadcast(&p->job_done);
+}
+
+/* Jobs are taken in input order; one that reads (or replaces) a file an
+ * earlier job writes (or reads) first waits for it, as a serial run would
+ * (find_job_order()). Jobs wait only for earlier ones, so the earliest
+ * job not done never waits. */
 static void *worker(void *arg)
 {
     pool *p = arg;
@@ -1057,10 +1134,12 @@ static void *worker(void *arg)
     pthread_mutex_lock(&p->lock);
     while (p->next < p->n_jobs) {
         size_t i = p->next++;
+        while (p->done < p->wait_for[i])
+            pthread_cond_wait(&p->job_done, &p->lock);
         pthread_mutex_unlock(&p->lock);
         run_buffered(p, i, &mine);
         pthread_mutex_lock(&p->lock);
-        p->outputs[i].done = true;
+        mark_done(p, i);
         print_ready_jobs(p);
     }
     add_totals(&p->results->totals, &mine);
@@ -1075,7 +1154,9 @@ static void run_parallel(pool *p, size_t threads)
 {
     pthread_t *ids = calloc(threads, sizeof *ids);
     p->outputs = calloc(p->n_jobs, sizeof *p->outputs);
-    if (!ids || !p->outputs || pthread_mutex_init(&p->lock, NULL) != 0)
+    p->wait_for = calloc(p->n_jobs, sizeof *p->wait_for);
+    if (!ids || !p->outputs || !p->wait_for || !find_job_order(p->jobs, p->n_jobs, p->wait_for) ||
+        pthread_mutex_init(&p->lock, NULL) != 0 || pthread_cond_init(&p->job_done, NULL) != 0)
         die_oom();
     size_t started = 0;
     for (; started + 1 < threads; started++)
@@ -1086,7 +1167,9 @@ static void run_parallel(pool *p, size_t threads)
         pthread_join(ids[t], NULL);
     /* every job is done, and printed by the worker that finished the last
      * one in input order */
+    pthread_cond_destroy(&p->job_done);
     pthread_mutex_destroy(&p->lock);
+    free(p->wait_for);
     free(p->outputs);
     free(ids);
 }
@@ -1137,6 +1220,9 @@ static void run_serial(const cli *c, job *jobs, size_t n_jobs, run_state *rs, FI
         process(c, &jobs[i], rs, (job_streams){ text, stderr }, n_jobs == 1, &report, &err);
         kept_job k = finish_job(results, report, &err, &results->totals);
         write_kept(results, &jobs[i], &k);
+        /* each model's report whole before the next model's messages, as
+         * with -j N: stdout and stderr may be one file (> log 2>&1) */
+        fflush(text);
     }
 }
 
@@ -1151,6 +1237,7 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     if (c->json)
         rnnstate_json_stream_begin(&json, stdout);
     run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
+    rs.made.lock = &rs.lock;
     if (pthread_mutex_init(&rs.lock, NULL) != 0)
         die_oom();
     size_t threads = thread_count(c, jobs, n_jobs);
@@ -1175,7 +1262,8 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
                           &t))
         status = EXIT_MODEL_FAILED;
     free(rs.inputs);
-    free(rs.cleaned_dir);
+    list_free(&rs.cleaned_dirs);
+    remove_empty_made_dirs(&rs.made);
     pthread_mutex_destroy(&rs.lock);
     return status;
 }
@@ -1185,6 +1273,7 @@ int main(int argc, char **argv)
     hold_closed_standard_descriptors();
     handle_termination_signals();
     ignore_broken_pipes();
+    ignore_file_size_limit_signal();
     cli c = { 0 };
     job *jobs = NULL;
     size_t n_jobs = 0, empty_dirs = 0;

@@ -265,6 +265,7 @@ static int open_spool_file(void)
 typedef struct stream_copy {
     int fd;       /* the memory file, then the disk file; -1 before the first byte */
     bool on_disk;
+    bool stay_in_memory; /* $TMPDIR is missing or full: the memory file keeps it all */
     uint64_t len;
 } stream_copy;
 
@@ -282,23 +283,48 @@ static bool write_fully(int fd, const unsigned char *data, size_t size)
     return true;
 }
 
-/* Moves the memory file's bytes to a disk file once the stream outgrows
- * memory; stays in memory where there is no temporary directory. */
-static bool spool_to_disk(stream_copy *c, unsigned char *buf)
+/* Moves the copy's first c->len bytes into the new file `to`, which then
+ * holds the copy; false (`to` closed, the copy where it was) when they do
+ * not all go. */
+static bool move_copy(stream_copy *c, int to, unsigned char *buf)
 {
-    int disk = open_spool_file();
-    if (disk < 0)
-        return true;
     bool ok = true;
     for (uint64_t at = 0; ok && at < c->len;) {
         ssize_t got = pread(c->fd, buf, STREAM_CHUNK, (off_t)at);
-        ok = got > 0 && write_fully(disk, buf, (size_t)got);
+        ok = got > 0 && write_fully(to, buf, (size_t)got);
         at += got > 0 ? (uint64_t)got : 0;
     }
+    if (!ok) {
+        close(to);
+        return false;
+    }
     close(c->fd);
-    c->fd = disk;
-    c->on_disk = true;
-    return ok;
+    c->fd = to;
+    return true;
+}
+
+/* Moves the memory file's bytes to a disk file once the stream outgrows
+ * memory. Where that cannot be (no temporary directory, or a full one:
+ * ENOSPC, EDQUOT), the stream stays in memory, the same either way. */
+static void spool_to_disk(stream_copy *c, unsigned char *buf)
+{
+    int disk = open_spool_file();
+    if (disk >= 0 && move_copy(c, disk, buf))
+        c->on_disk = true;
+    else
+        c->stay_in_memory = true;
+}
+
+/* The disk file filled up (ENOSPC, EDQUOT) while the stream went on: its
+ * bytes go back to a memory file, which keeps the rest. */
+static bool back_to_memory(stream_copy *c, unsigned char *buf)
+{
+    int mem = memfd_create("rnnstate-stream", MFD_CLOEXEC);
+    if (mem < 0 || !move_copy(c, mem, buf))
+        return false;
+    c->on_disk = false;
+    c->stay_in_memory = true;
+    return true;
 }
 
 /* Appends a chunk to the copy; `spare` is a buffer of STREAM_CHUNK bytes. */
@@ -309,8 +335,12 @@ static rnnstate_status keep_chunk(stream_copy *c, const unsigned char *chunk, si
         (c->fd = open_spool_file()) < 0)
         return set_error(err, RNNSTATE_ERR_IO, "%s: cannot keep the input in a temporary file: %s",
                          label, strerror(errno));
-    if ((!c->on_disk && c->len + n > STREAM_IN_MEMORY_BYTES && !spool_to_disk(c, spare)) ||
-        !write_fully(c->fd, chunk, n))
+    if (!c->on_disk && !c->stay_in_memory && c->len + n > STREAM_IN_MEMORY_BYTES)
+        spool_to_disk(c, spare);
+    bool kept = write_fully(c->fd, chunk, n);
+    if (!kept && c->on_disk && (errno == ENOSPC || errno == EDQUOT))
+        kept = back_to_memory(c, spare) && write_fully(c->fd, chunk, n);
+    if (!kept)
         return set_error(err, RNNSTATE_ERR_IO, "%s: cannot keep the input in a temporary file: %s",
                          label, strerror(errno));
     c->len += n;

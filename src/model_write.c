@@ -32,6 +32,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -904,13 +905,100 @@ static int keep_owner_and_mode(int fd, const struct stat *was)
     return fchmod(fd, was->st_mode & 07777) == 0 ? 0 : errno;
 }
 
+/* The names of the extended attributes of `path` (a NUL-separated list of
+ * *size bytes, malloc'd; NULL with *size 0 when it has none or its file
+ * system keeps none); false with errno on failure. */
+static bool list_xattrs(const char *path, char **names, ssize_t *size)
+{
+    *names = NULL;
+    *size = 0;
+    for (int attempt = 0; attempt < 8; attempt++) { /* the list may grow meanwhile */
+        ssize_t n = listxattr(path, NULL, 0);
+        if (n < 0)
+            return errno == ENOTSUP;
+        if (n == 0)
+            return true;
+        char *buf = malloc((size_t)n);
+        if (!buf) {
+            errno = ENOMEM;
+            return false;
+        }
+        ssize_t got = listxattr(path, buf, (size_t)n);
+        if (got >= 0) {
+            *names = buf;
+            *size = got;
+            return true;
+        }
+        free(buf);
+        if (errno != ERANGE)
+            return false;
+    }
+    errno = ERANGE;
+    return false;
+}
+
+/* Gives the new file the value of the replaced file's attribute `name`;
+ * 0 or an errno. A value the new file already has (an SELinux label the
+ * policy gave it) counts as kept. */
+static int keep_xattr(int fd, const char *path, const char *name)
+{
+    ssize_t n = getxattr(path, name, NULL, 0);
+    if (n < 0)
+        return errno == ENODATA ? 0 : errno; /* removed meanwhile */
+    char *value = malloc(n ? (size_t)n : 1), *now = malloc(n ? (size_t)n : 1);
+    int e = 0;
+    if (!value || !now)
+        e = ENOMEM;
+    else if ((n = getxattr(path, name, value, (size_t)n)) < 0)
+        e = errno;
+    else if (fsetxattr(fd, name, value, (size_t)n, 0) != 0) {
+        e = errno;
+        if (fgetxattr(fd, name, now, (size_t)n) == n && !memcmp(now, value, (size_t)n))
+            e = 0;
+    }
+    free(value);
+    free(now);
+    return e;
+}
+
+/* The replaced file's extended attributes go to the new file, POSIX ACLs
+ * (system.posix_acl_access) among them: without its ACL a file whose
+ * owning group had no access would give that group the ACL's mask, and
+ * named users would lose theirs. Called after the mode is set (setting the
+ * ACL sets the group bits to its mask, as they were). Where one cannot be
+ * kept, the replace is refused (-1, job->status) with a message naming it. */
+static int keep_xattrs(emit_job *job, int fd)
+{
+    char *names;
+    ssize_t size;
+    if (!list_xattrs(job->path, &names, &size))
+        return errno;
+    int e = 0;
+    const char *failed = NULL;
+    for (const char *name = names; !e && names && name < names + size; name += strlen(name) + 1)
+        if ((e = keep_xattr(fd, job->path, name)) != 0)
+            failed = name;
+    if (failed) {
+        job->status = set_error(job->err, RNNSTATE_ERR_IO,
+                                "%s: not replaced: its extended attribute '%s' cannot be kept "
+                                "(%s); the file is as it was",
+                                job->path, failed, strerror(e));
+        e = -1;
+    }
+    free(names);
+    return e;
+}
+
 /* A complete temporary file is made ready to take the target's place: the
- * replaced file's owner and mode, fsync() when asked, the caller's
- * verification. Returns an errno, or -1 with job->status. */
+ * replaced file's owner, mode and extended attributes (ACLs), fsync() when
+ * asked, the caller's verification. Returns an errno, or -1 with
+ * job->status. */
 static int finish_file(emit_job *job, int fd, const target *t)
 {
     const rnnstate_save_options *o = job->options;
     int e = t->replaced ? keep_owner_and_mode(fd, &t->st) : 0;
+    if (!e && t->replaced)
+        e = keep_xattrs(job, fd);
     if (!e && o->sync && fsync(fd) != 0)
         e = errno;
     if (!e && o->verify) {
@@ -922,6 +1010,25 @@ static int finish_file(emit_job *job, int fd, const target *t)
     }
     if (!e && o->cancel && *o->cancel)
         e = ECANCELED;
+    return e;
+}
+
+/* With --sync (options->sync), the name linkat() or rename() just made is
+ * made durable too: until the directory is fsync()ed, a crash of the
+ * machine may lose a new file's name (ext4 and others), or keep the old
+ * file under a replaced one. A file system that cannot fsync a directory
+ * (fsync() fails with EINVAL: some FUSE and network file systems) makes
+ * the name as durable as it makes it; that is not an error. Returns 0 or
+ * an errno. */
+static int sync_directory(const rnnstate_save_options *o, const char *dir)
+{
+    if (!o->sync)
+        return 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int e = fsync(fd) == 0 || errno == EINVAL ? 0 : errno;
+    close(fd);
     return e;
 }
 
@@ -956,7 +1063,8 @@ static int link_unnamed(int fd, const char *to)
  * target. A process killed between the two leaves the temporary name. The
  * file is locked first (nobody else can open it yet), so that while this
  * process holds it its temporary name is never taken for a stale one. */
-static int link_and_rename(int fd, const char *dir, const char *path, bool *unsupported)
+static int link_and_rename(int fd, const char *dir, const char *path,
+                           const rnnstate_save_options *o, bool *unsupported)
 {
     (void)flock(fd, LOCK_EX | LOCK_NB);
     for (int attempt = 0; attempt < 64; attempt++) {
@@ -971,7 +1079,7 @@ static int link_and_rename(int fd, const char *dir, const char *path, bool *unsu
         free(tmp);
         if (e != EEXIST) {
             *unsupported = e == ENOENT || e == EPERM; /* neither AT_EMPTY_PATH nor /proc */
-            return e;
+            return e ? e : sync_directory(o, dir);
         }
     }
     return EEXIST;
@@ -1000,15 +1108,18 @@ static int write_via_unnamed_file(const char *path, emit_job *job, const target 
     if ((e = emit_to_fd(job, fd)) != 0 || (e = finish_file(job, fd, t)) != 0)
         goto done;
     if (!t->replaced) {
-        if ((e = link_unnamed(fd, path)) == 0)
+        if ((e = link_unnamed(fd, path)) == 0) {
+            if ((e = sync_directory(job->options, dir)) != 0)
+                unlink(path); /* a failed save leaves no new file */
             goto done;
+        }
         if (e != EEXIST) {
             *unsupported = e == ENOENT || e == EPERM; /* neither AT_EMPTY_PATH nor /proc */
             goto done;
         }
         /* something was created at the target meanwhile: replace it */
     }
-    e = link_and_rename(fd, dir, path, unsupported);
+    e = link_and_rename(fd, dir, path, job->options, unsupported);
 done:
     if (fd >= 0)
         close(fd);
@@ -1041,25 +1152,38 @@ static int create_named_temp(const char *dir, const target *t, char **tmp, int *
 }
 
 /* Fallback route (no O_TMPFILE): a named temporary file from the start,
- * removed on any failure, and after a request to stop. */
+ * removed on any failure, and after a request to stop. It stays locked
+ * until it is renamed: a duplicate of its descriptor holds the lock (flock
+ * locks belong to the open file, not the descriptor) across the close()
+ * whose error tells of a failed write on NFS, so that no other run (in
+ * another PID namespace, say) takes it for a stale file meanwhile. */
 static int write_via_named_file(const char *path, emit_job *job, const target *t)
 {
     char *dir = directory_of(path), *tmp = NULL;
     int fd = -1;
     int e = dir ? create_named_temp(dir, t, &tmp, &fd) : ENOMEM;
-    free(dir);
-    if (e)
+    if (e) {
+        free(dir);
         return e;
+    }
     e = emit_to_fd(job, fd);
     if (!e)
         e = finish_file(job, fd, t);
+    int lock_fd = e ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (!e && lock_fd < 0)
+        e = errno;
     if (close(fd) != 0 && !e)
         e = errno;
     if (!e && rename(tmp, path) != 0)
         e = errno;
+    if (lock_fd >= 0)
+        close(lock_fd);
     if (e)
         unlink(tmp);
+    else if ((e = sync_directory(job->options, dir)) != 0 && !t->replaced)
+        unlink(path); /* a failed save leaves no new file */
     free(tmp);
+    free(dir);
     return e;
 }
 
@@ -1162,17 +1286,23 @@ rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, cons
 
 /* ---- what killed runs left ------------------------------------------------- */
 
-/* The process that made a temporary file of ours, from its name; 0 when the
- * name is not one of ours. */
-static long temp_file_owner(const char *name)
+/* True when `name` is one of our temporary files' names: TEMP_PREFIX, a
+ * process id, "-". */
+static bool is_temp_name(const char *name)
 {
     if (strncmp(name, TEMP_PREFIX, strlen(TEMP_PREFIX)) != 0)
-        return 0;
+        return false;
     char *end;
     long pid = strtol(name + strlen(TEMP_PREFIX), &end, 10);
-    return pid > 0 && *end == '-' ? pid : 0;
+    return pid > 0 && *end == '-';
 }
 
+/* A temporary file is stale when nothing holds its lock: a save locks its
+ * file before it has a name and holds the lock until the file is renamed
+ * (both routes). The process id in the name is not asked: a process in
+ * another PID namespace (a container) may have a live save under an id
+ * that is nobody here, and a run killed as a container's PID 1 leaves a
+ * file whose id is always taken. */
 size_t rnnstate_remove_stale_temp_files(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -1181,12 +1311,8 @@ size_t rnnstate_remove_stale_temp_files(const char *dir)
     size_t removed = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        long pid = temp_file_owner(e->d_name);
-        /* a live process (or one this process may not signal) keeps its file */
-        if (pid <= 0 || pid > INT_MAX || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 ||
-            errno != ESRCH)
+        if (!is_temp_name(e->d_name))
             continue;
-        /* a run in another PID namespace, or on another host, holds its lock */
         int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         if (fd < 0)

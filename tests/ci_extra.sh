@@ -145,6 +145,8 @@ valgrind_runs() {
   vg "100000 nested If (refused)" 1 "$w/nested-if.onnx" -o out.onnx || bad=1
   vg "duplicate value names (refused)" 1 "$w/dup-value.onnx" -o out.onnx || bad=1
   vg "standard input to standard output" 0 - -o /dev/null < "$root/models/gru_1layer_fixed.onnx" || bad=1
+  # Slice bounds folded from an empty initializer (issue 26: read uninitialised memory)
+  vg "Slice bound Add(empty, [0])" 0 "$root/tests/regressions/slice-empty-bound/model.onnx" -o out.onnx --check || bad=1
   return $bad
 }
 

@@ -117,9 +117,16 @@ rnnstate_status expose_output_side(rewrite_ctx *ctx, node_plan *p, int slot,
      * states (PyTorch's hn) would not fit it */
     const char *reached = model_fed ? sp->reached : sp->reached_direct;
     *added = false;
-    if (reached) {
+    if (reached && sp->reached_through_y) {
+        report_node_decide(&ctx->report, p->report_node,
+                           "Y_h: not used, but the node runs one step: Y holds its final h and "
+                           "already reaches graph output %s",
+                           reached);
+    } else if (reached) {
         report_node_decide(&ctx->report, p->report_node, "Y_%s: already reaches graph output %s",
                            slot_letter[slot], reached);
+    }
+    if (reached) {
         *output_name = strdup(reached);
         return *output_name ? RNNSTATE_OK : ctx_oom(ctx);
     }

@@ -195,6 +195,30 @@ static bool branches_complete(const scope *sc)
     return true;
 }
 
+/* A node that runs exactly one step (its sequence length fixed at 1, no
+ * sequence_lens) has its final h in Y as well as in Y_h: Y [1, D, batch,
+ * hidden] holds Y_h's numbers. Exporters of PyTorch's LSTMCell may take h
+ * from Y and leave Y_h unused (Silero VAD v6, 16 kHz, opset 15: the state
+ * pair state -> stateN is then carried through Y and Y_c). When Y_h reaches
+ * no output, Y is followed instead, and taken only where it reaches the
+ * output that the node's cell state (Y_c) reaches, so that a model's
+ * sequence output is never taken for a state. */
+static void single_step_h(rewrite_ctx *ctx, node_plan *p)
+{
+    slot_plan *h = &p->slots[0], *c = &p->slots[1];
+    const Onnx__NodeProto *n = p->rs.node;
+    const char *y = node_output(n, 0);
+    if (p->rs.op->n_slots < 2 || h->reached || !c->reached || !*y ||
+        (n->n_input > 4 && *node_input(n, 4)) ||
+        ctx->report.report->nodes[p->report_node].fixed_sequence_length != 1)
+        return;
+    const char *r = trace_final_state(&ctx->scopes, p->rs.sc, y, false);
+    if (r && !strcmp(r, c->reached)) {
+        h->reached = r;
+        h->reached_through_y = true;
+    }
+}
+
 static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan *p, char *reason,
                            size_t size)
 {
@@ -219,6 +243,8 @@ static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan 
         sp->reached = *y ? trace_final_state(&ctx->scopes, p->rs.sc, y, false) : NULL;
         sp->reached_direct = *y ? trace_final_state(&ctx->scopes, p->rs.sc, y, true) : NULL;
     }
+    if (!skip)
+        single_step_h(ctx, p);
     return skip;
 }
 

@@ -12,6 +12,8 @@ typedef struct slot_plan {
     const char *reached_direct; /* ... with no op on the way */
     const char *reset_of;       /* the model's own state input, when this constant initial
                                  * state only resets a state the model already carries */
+    bool reached_through_y;     /* Y_h reaches nothing, and `reached` is where Y goes: the
+                                 * node runs one step, so Y holds its final h (single_step_h) */
 } slot_plan;
 
 typedef struct node_plan {

@@ -72,14 +72,17 @@ static bool fold_shape(const scope *s, const Onnx__NodeProto *p, small_ints *out
     return true;
 }
 
-/* Add, Sub, Mul, Div of two lists, one of them possibly a single element. */
+/* Add, Sub, Mul, Div of two lists, one of them possibly a single element,
+ * broadcast as ONNX (numpy) does: a single element against an empty list
+ * gives an empty list, never a read of the empty one's first element
+ * (hostile bounds such as Add(E, [0]) with E an empty initializer). */
 static bool fold_arithmetic(const scope *s, const Onnx__NodeProto *p, small_ints *out, int *budget)
 {
     small_ints a, b;
     if (p->n_input != 2 || !fold_ints(s, node_input(p, 0), &a, budget) ||
         !fold_ints(s, node_input(p, 1), &b, budget) || (a.n != b.n && a.n != 1 && b.n != 1))
         return false;
-    out->n = a.n > b.n ? a.n : b.n;
+    out->n = a.n == b.n ? a.n : a.n == 1 ? b.n : a.n;
     const char *op = str_or_empty(p->op_type);
     for (size_t i = 0; i < out->n; i++) {
         int64_t x = a.v[a.n == 1 ? 0 : i], y = b.v[b.n == 1 ? 0 : i];

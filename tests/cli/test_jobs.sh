@@ -37,7 +37,7 @@ same() {
   local name=$1
   if ! diff -r "$work/1-$name" "$work/2-$name" > "$work/diff" 2>&1; then
     fail "$name" "-j 1 and -j 2 differ: $(head -c 600 "$work/diff")"
-  elif [ ! -s "$work/1-$name/stdout" ] && [ ! -s "$work/1-$name/stderr" ]; then
+  elif [ ! -s "$work/1-$name/stdout" ] && [ ! -s "$work/1-$name/stderr" ] && [ ! -s "$work/1-$name/log" ]; then
     fail "$name" "the runs printed nothing"
   else
     pass "$name: -j 2 identical to -j 1 (outputs, reports, status $(cat "$work/1-$name/status"))"
@@ -58,7 +58,23 @@ cp "$first" "$work/solo/m.onnx"
 for j in 1 2; do
   run "$j" stdout "$work/solo/m.onnx" - < "$first"
 done
-for name in text verbose json dry stdout; do same "$name"; done
+# chains (issue 26): one job's output is a later job's input (x), and a job
+# reads what a later job writes (y.updated.onnx, absent: -j 1 fails to open
+# it, then writes it); -j 2 waits where -j 1 would have
+for j in 1 2; do
+  mkdir -p "$work/$j-chain" && cp "$first" "$work/$j-chain/x.onnx" && cp "$first" "$work/$j-chain/y.onnx"
+  run "$j" chain x.onnx x.updated.onnx y.updated.onnx y.onnx
+done
+# stdout and stderr into one file: each model's lines whole and in input
+# order, the failures' messages among them (-j 1 flushes per model too)
+for j in 1 2; do
+  mkdir -p "$work/$j-log"
+  (cd "$work/$j-log" && "$tool" -j "$j" ../in -r -d out > log 2>&1; echo $? > status)
+done
+for name in text verbose json dry stdout chain log; do same "$name"; done
+[ -f "$work/1-chain/x.updated.updated.onnx" ] && [ -f "$work/1-chain/y.updated.onnx" ] &&
+  pass "a chain is written through (x -> x.updated -> x.updated.updated)" ||
+  fail "chain" "-j 1 did not write the chain: $(cat "$work/1-chain/stderr")"
 
 # the statuses are those of a failed model, and every model was written
 [ "$(cat "$work/2-json/status")" = 1 ] && pass "status 1 with failures" ||

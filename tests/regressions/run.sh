@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# run.sh TOOL [MAKE_BAD_MODELS [STRICT_LIBC]]: replays every reproducer under
+# run.sh TOOL [MAKE_BAD_MODELS [STRICT_LIBC [FAILING_IO]]]: replays every reproducer under
 # tests/regressions/ through the command line. Each case is a directory holding
 #   README     one line: what the input triggered (and where it came from)
 #   model.onnx the input (a fuzzer artifact, or a make-bad-models case)
 #   args       optional: extra command-line arguments, one per line
 #   run        instead of model.onnx, for inputs that are not a file or too
 #              big to keep: a bash script run as `bash run TOOL DIR` (DIR: an
-#              empty scratch directory; $GEN: make-bad-models) that ends by
-#              running the tool
+#              empty scratch directory; $GEN: make-bad-models; $FAILING_IO:
+#              the shim of tests/tools/failing_io.c, which the script may add
+#              to LD_PRELOAD) that ends by running the tool
 #   crash-*    optional: the fuzzer's artifact, replayed by fuzz_replay
 #   expect     lines of:  status N              the exit status (one value)
 #                         stderr TEXT          stderr must contain TEXT
@@ -28,6 +29,7 @@ set -u
 real_tool=$1
 export GEN=${2:-}
 strict_libc=${3:-}
+export FAILING_IO=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../bad_input/lib.sh"
 
@@ -39,7 +41,7 @@ tool=$work/tool
   if ! is_sanitized "$real_tool"; then
     echo 'ulimit -v 2097152 || exit 99'
     [ -n "$strict_libc" ] &&
-      printf 'export LD_PRELOAD=%q STRICT_LIBC_MALLOC_LIMIT_MB=1024\n' "$strict_libc"
+      printf 'export LD_PRELOAD=%q${LD_PRELOAD:+:$LD_PRELOAD} STRICT_LIBC_MALLOC_LIMIT_MB=1024\n' "$strict_libc"
   fi
   printf 'exec %q "$@"\n' "$real_tool"
 } > "$tool"

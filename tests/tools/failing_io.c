@@ -8,6 +8,10 @@
  *     write     write() and pwrite() on a descriptor above 2 (stdio's own
  *               writes to stdout and stderr go through libc internals and are
  *               never affected)
+ *     diskwrite write() and pwrite() on a descriptor above 2 that is not a
+ *               memory file (memfd): a full disk under $TMPDIR while memory
+ *               still takes the bytes (a rule of its own, counted apart
+ *               from `write`)
  *     fsync     fsync() and fdatasync()
  *     close     close() of a descriptor above 2 (the descriptor is closed all
  *               the same, as Linux does)
@@ -21,6 +25,7 @@
  *     create    open()/openat() with O_CREAT (not O_TMPFILE)
  *     mkstemp   mkstemp(), mkostemp(), mkstemps(), mkostemps()
  *     fchmod    fchmod()
+ *     fsetxattr fsetxattr() (keeping a replaced file's extended attributes)
  * WHAT is an errno name (ENOSPC, EIO, EACCES, EROFS, EDQUOT, EXDEV, EPERM,
  * EOPNOTSUPP, EINVAL, ENOENT, EISDIR, EEXIST, EINTR, EFBIG, EMFILE) or number, or
  *     sleep     the call first sleeps FAIL_IO_SLEEP seconds (default 3600),
@@ -59,14 +64,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 enum call { C_WRITE, C_FSYNC, C_CLOSE, C_RENAME, C_LINKAT, C_FLINK, C_TMPFILE, C_CREATE,
-            C_MKSTEMP, C_FCHMOD, C_COUNT };
+            C_MKSTEMP, C_FCHMOD, C_DISKWRITE, C_FSETXATTR, C_COUNT };
 static const char *const call_names[C_COUNT] = { "write",   "fsync",   "close",  "rename",
                                                  "linkat",  "flink",   "tmpfile", "create",
-                                                 "mkstemp", "fchmod" };
+                                                 "mkstemp", "fchmod",  "diskwrite", "fsetxattr" };
 
 enum mode { M_NONE, M_ERRNO, M_SLEEP, M_SHORT };
 
@@ -214,10 +220,29 @@ static enum mode decide(enum call c)
     if (!real_##name)                                  \
         real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
 
+/* True when fd is a memory file (memfd_create), which no disk fills. */
+static int is_memory_file(int fd)
+{
+    char link[64], target[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    return n >= 7 && !strncmp(target, "/memfd:", 7);
+}
+
+/* The diskwrite rule: true when this write to fd fails (errno set). */
+static int disk_write_fails(int fd)
+{
+    configure();
+    return rules[C_DISKWRITE].mode != M_NONE && !is_memory_file(fd) &&
+           decide(C_DISKWRITE) == M_ERRNO;
+}
+
 ssize_t write(int fd, const void *buf, size_t n)
 {
     REAL(write);
     if (fd > 2) {
+        if (disk_write_fails(fd))
+            return -1;
         enum mode m = decide(C_WRITE);
         if (m == M_ERRNO)
             return -1;
@@ -231,6 +256,8 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     REAL(pwrite);
     if (fd > 2) {
+        if (disk_write_fails(fd))
+            return -1;
         enum mode m = decide(C_WRITE);
         if (m == M_ERRNO)
             return -1;
@@ -455,4 +482,12 @@ __attribute__((destructor)) static void realloc_report(void)
         return;
     fprintf(f, "realloc_bytes_copied %llu\n", realloc_bytes_copied);
     fclose(f);
+}
+
+int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
+{
+    REAL(fsetxattr);
+    if (decide(C_FSETXATTR) == M_ERRNO)
+        return -1;
+    return real_fsetxattr(fd, name, value, size, flags);
 }
