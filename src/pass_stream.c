@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "passes.h"
 #include "recurrent_ops.h"
 
@@ -20,7 +21,7 @@ static bool add_source(rewrite_ctx *ctx, const char *input, size_t axis)
         if (!strcmp(ctx->time_sources[i].input, input) && ctx->time_sources[i].axis == axis)
             return true;
     rnnstate_time_axis *grown =
-        realloc(ctx->time_sources, (ctx->n_time_sources + 1) * sizeof *grown);
+        owned_array_grow(ctx->time_sources, ctx->n_time_sources, sizeof *grown);
     if (!grown)
         return false;
     grown[ctx->n_time_sources++] = (rnnstate_time_axis){ input, axis };
@@ -43,12 +44,13 @@ static const char *dim_name(const Onnx__TensorShapeProto__Dimension *d)
                : NULL;
 }
 
-static const Onnx__ValueInfoProto *main_input(const rewrite_ctx *ctx, const char *name)
+static const Onnx__ValueInfoProto *main_input(rewrite_ctx *ctx, const char *name)
 {
-    for (size_t i = 0; i < ctx->graph->n_input; i++)
-        if (!strcmp(str_or_empty(ctx->graph->input[i]->name), name))
-            return ctx->graph->input[i];
-    return NULL;
+    if (!scope_tree_refresh(&ctx->scopes))
+        return NULL;
+    const graph_index *gi = &ctx->scopes.scopes[0]->index;
+    const value_entry *e = graph_index_find(gi, name);
+    return e && e->graph_input >= 0 ? ctx->graph->input[e->graph_input] : NULL;
 }
 
 /* Inputs whose dimension at the declared axis has the declared one's name. */
@@ -85,16 +87,60 @@ static rnnstate_status declared_sources(rewrite_ctx *ctx)
     return RNNSTATE_OK;
 }
 
+/* Marks the traces (one per recurrent node outside loops, in the order
+ * pass_time_axis_trace met them) of the nodes that run along time. */
+static void mark_along_time(rewrite_ctx *ctx)
+{
+    size_t r = 0, t = 0;
+    for (size_t i = 0; i < ctx->scopes.n; i++) {
+        const scope *s = ctx->scopes.scopes[i];
+        for (size_t k = 0; k < s->graph->n_node; k++) {
+            const Onnx__NodeProto *node = s->graph->node[k];
+            if (!recurrent_op_of(node))
+                continue;
+            while (t < ctx->n_time_traces && ctx->time_traces[t].report_node < r)
+                t++;
+            if (t < ctx->n_time_traces && ctx->time_traces[t].report_node == r)
+                ctx->time_traces[t].along_time =
+                    stream_recurrent_class(&ctx->stream, node) == STREAM_ALONG_TIME;
+            r++;
+        }
+    }
+}
+
+/* A traced axis of fixed size: in a model whose other traced axes are
+ * symbolic, it is what an intra-frame RNN runs along (frequency bins), not
+ * time, which exporters leave symbolic. */
+static bool fixed_axis(const Onnx__ValueInfoProto *vi, int64_t axis)
+{
+    const Onnx__TensorShapeProto__Dimension *d = input_dim(vi, (size_t)axis);
+    return d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+}
+
+static rnnstate_status traced_sources(rewrite_ctx *ctx)
+{
+    bool symbolic = false;
+    for (size_t i = 0; i < ctx->n_time_traces; i++) {
+        const time_trace *t = &ctx->time_traces[i];
+        const Onnx__ValueInfoProto *vi = t->input ? main_input(ctx, t->input) : NULL;
+        symbolic |= vi && !fixed_axis(vi, t->axis);
+    }
+    for (size_t i = 0; i < ctx->n_time_traces; i++) {
+        const time_trace *t = &ctx->time_traces[i];
+        const Onnx__ValueInfoProto *vi = t->input ? main_input(ctx, t->input) : NULL;
+        if (vi && !(symbolic && fixed_axis(vi, t->axis)) &&
+            !add_source(ctx, str_or_empty(vi->name), (size_t)t->axis))
+            return ctx_oom(ctx);
+    }
+    return RNNSTATE_OK;
+}
+
 rnnstate_status pass_stream_analyse(rewrite_ctx *ctx)
 {
     rnnstate_status st = declared_sources(ctx);
     ctx->n_declared_sources = ctx->n_time_sources;
-    for (size_t i = 0; st == RNNSTATE_OK && i < ctx->n_time_traces; i++) {
-        const time_trace *t = &ctx->time_traces[i];
-        const Onnx__ValueInfoProto *vi = t->input ? main_input(ctx, t->input) : NULL;
-        if (vi && !add_source(ctx, str_or_empty(vi->name), (size_t)t->axis))
-            st = ctx_oom(ctx);
-    }
+    if (st == RNNSTATE_OK)
+        st = traced_sources(ctx);
     if (st != RNNSTATE_OK)
         return st;
     int64_t opset = 0;
@@ -107,27 +153,19 @@ rnnstate_status pass_stream_analyse(rewrite_ctx *ctx)
         !stream_analyse(&ctx->scopes, opset, ctx->time_sources, ctx->n_time_sources,
                         &ctx->stream))
         return ctx_oom(ctx);
+    mark_along_time(ctx);
     return RNNSTATE_OK;
 }
 
 /* ---- the verdict ----------------------------------------------------------- */
 
-static const rnnstate_node_report *node_entry(const rewrite_ctx *ctx, const char *name,
-                                              const char *op)
+/* A recurrent node along time streams when its state is carried. */
+static void block_uncarried(rewrite_ctx *ctx, const time_trace *t)
 {
     const rnnstate_report *r = ctx->report.report;
-    for (size_t i = 0; i < r->n_nodes; i++)
-        if (!strcmp(r->nodes[i].name, name) && !strcmp(r->nodes[i].op, op))
-            return &r->nodes[i];
-    return NULL;
-}
-
-/* A recurrent node along time streams when its state is carried. */
-static void block_uncarried(rewrite_ctx *ctx, const Onnx__NodeProto *node)
-{
-    const recurrent_op *op = recurrent_op_of(node);
-    const rnnstate_node_report *n = node_entry(ctx, str_or_empty(node->name), op->name);
-    if (!n || n->status == RNNSTATE_NODE_UPDATED || n->status == RNNSTATE_NODE_ALREADY_EXPOSED)
+    const rnnstate_node_report *n = t->report_node < r->n_nodes ? &r->nodes[t->report_node] : NULL;
+    if (!t->along_time || !n || n->status == RNNSTATE_NODE_UPDATED ||
+        n->status == RNNSTATE_NODE_ALREADY_EXPOSED)
         return;
     report_add_blocker(&ctx->report, n->graph, n->op, n->name,
                        "runs along time but its state is not carried (%s)",
@@ -164,8 +202,8 @@ rnnstate_status pass_stream_verdict(rewrite_ctx *ctx)
                            str_or_empty(b->node->name), "%s", b->reason);
         *(b->unknown ? &unknown : &none) += 1;
     }
-    for (size_t i = 0; i < a->n_along_time; i++)
-        block_uncarried(ctx, a->along_time[i]);
+    for (size_t i = 0; i < ctx->n_time_traces; i++)
+        block_uncarried(ctx, &ctx->time_traces[i]);
     if (!ctx->options.context_caches)
         for (size_t i = 0; i < a->n_needs; i++)
             report_add_blocker(&ctx->report, "main", str_or_empty(a->needs[i].node->op_type),

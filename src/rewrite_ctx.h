@@ -28,6 +28,7 @@ typedef struct time_trace {
     size_t report_node; /* the node's entry in the report */
     char *label;        /* untraced (input NULL): "GRU 'name' in main/...", else NULL */
     char *node_name;
+    bool along_time;    /* the stream analysis found it running along time */
 } time_trace;
 
 typedef struct rewrite_ctx {

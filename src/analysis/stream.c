@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "analysis/shape.h"
+#include "array.h"
 #include "recurrent_ops.h"
 #include "strmap.h"
 #include "tensor_util.h"
@@ -163,7 +164,7 @@ static char *vformat(const char *fmt, va_list ap)
 
 static bool grow(void **array, size_t n, size_t size)
 {
-    void *grown = realloc(*array, (n + 1) * size);
+    void *grown = owned_array_grow(*array, n, size);
     if (grown)
         *array = grown;
     return grown != NULL;
@@ -204,6 +205,12 @@ static void need_multiple(stream_walk *w, int64_t k)
 {
     size_t m = w->out->chunk_multiple, kk = k > 0 ? (size_t)k : 1;
     w->out->chunk_multiple = m / gcd(m, kk) * kk;
+}
+
+int stream_recurrent_class(const stream_analysis *a, const Onnx__NodeProto *node)
+{
+    size_t c = 0;
+    return ptrmap_get(&a->classes, node, &c) ? (int)c : 0;
 }
 
 bool stream_node_listed(const Onnx__NodeProto *const *list, size_t n,
@@ -715,10 +722,13 @@ static void on_slice(stream_walk *w, const node_view *v)
     } else if (along < 0 || listed_chomp(w, v->n)) {
         if (listed_chomp(w, v->n))
             t.pad_back = 0;
-        set_outputs(w, v, t);
+        if (listed_chomp(w, v->n) || !refuse_padded(w, v, &t))
+            set_outputs(w, v, t);
     } else if (st[along] < 0 && en[along] >= INT32_MAX) {
         /* the last frames: what a model's own cache keeps for the next call */
         set_outputs(w, v, (time_state){ .kind = T_NONE });
+    } else if (refuse_padded(w, v, &t)) {
+        /* reported */
     } else {
         block(w, v->s, v->n, false, "takes frames %lld to %lld of the sequence",
               (long long)st[along], (long long)en[along]);
@@ -1151,6 +1161,7 @@ static void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op 
                                         "its end",
                                   strcmp(dir, "reverse") ? "bidirectional" : "reverse", op->name);
         list_node(w, &w->out->along_time, &w->out->n_along_time, v->n);
+        w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_ALONG_TIME);
         y.axis = batch_first ? 1 : 0;
         set_state(w, v->s, node_output(v->n, 0), y);
         for (size_t i = 1; i < v->n->n_output; i++)
@@ -1160,6 +1171,7 @@ static void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op 
     if (t.axis != batch)
         return whole_sequence(w, v, "mixes time into its features");
     list_node(w, &w->out->per_frame, &w->out->n_per_frame, v->n);
+    w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_PER_FRAME);
     y.axis = batch_first ? 0 : 2; /* Y is [T, D, B, H] or [B, T, D, H] */
     h.axis = batch_first ? 0 : 1; /* Y_h is [D, B, H] or [B, D, H] */
     set_state(w, v->s, node_output(v->n, 0), y);
@@ -1346,7 +1358,8 @@ static void visit_node(stream_walk *w, const scope *s, const Onnx__NodeProto *n)
                  op_name(n));
         return unknown_op(w, &v, why);
     }
-    bool window = h == on_conv || h == on_pad;
+    /* a Slice may keep the last frames of a cache Concat (the model's own cache) */
+    bool window = h == on_conv || h == on_pad || h == on_slice;
     if (!window && refuse_padded(w, &v, &v.in0))
         return;
     bool first_is_time = carries_time(&(time_state){ .kind = get_state(w, s, node_input(n, 0)).kind });
@@ -1385,6 +1398,7 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
                     size_t n_sources, stream_analysis *out)
 {
     memset(out, 0, sizeof *out);
+    out->classes = (ptrmap)PTRMAP_INIT;
     out->chunk_multiple = 1;
     if (!n_sources || !tree->n)
         return true;
@@ -1392,8 +1406,9 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
     stream_walk w = { .tree = tree, .opset = opset, .out = out, .symbols = STRMAP_INIT };
     const scope *main_scope = tree->scopes[0];
     seed_sources(&w, main_scope, sources, n_sources);
-    for (size_t k = 0; !w.oom && k < main_scope->graph->n_node; k++)
+    for (size_t k = 0; !w.oom && k < main_scope->graph->n_node; k++) {
         visit_node(&w, main_scope, main_scope->graph->node[k]);
+    }
     if (!w.oom)
         check_outputs(&w, main_scope);
     strmap_free(&w.symbols);
@@ -1411,5 +1426,6 @@ void stream_analysis_free(stream_analysis *a)
     free(a->needs);
     free(a->per_frame);
     free(a->along_time);
+    ptrmap_free(&a->classes);
     memset(a, 0, sizeof *a);
 }

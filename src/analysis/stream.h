@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "rnnstate.h"
+#include "ptrmap.h"
 #include "scope.h"
 
 /* A node that cannot stream exactly, or that the analysis does not know. */
@@ -61,7 +62,10 @@ typedef struct stream_analysis {
      * carried (the state pass decides) */
     const Onnx__NodeProto **along_time;
     size_t n_along_time;
+    ptrmap classes; /* node -> STREAM_ALONG_TIME or STREAM_PER_FRAME */
 } stream_analysis;
+
+enum { STREAM_ALONG_TIME = 1, STREAM_PER_FRAME = 2 };
 
 /* Follows the time axes `sources` (axes of main-graph inputs) through every
  * graph of `tree`; `opset` is the default domain's opset (Softmax's axis
@@ -72,8 +76,12 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
 
 void stream_analysis_free(stream_analysis *a);
 
-/* True when `node` is in the list. */
+/* True when `node` is in the list (a linear search: for short lists). */
 bool stream_node_listed(const Onnx__NodeProto *const *list, size_t n,
                         const Onnx__NodeProto *node);
+
+/* STREAM_ALONG_TIME or STREAM_PER_FRAME for a recurrent node the time axis
+ * reached, else 0; constant time. */
+int stream_recurrent_class(const stream_analysis *a, const Onnx__NodeProto *node);
 
 #endif

@@ -106,7 +106,7 @@ void plan_mark_reset_nodes(rewrite_ctx *ctx, plan_list *list)
     const stream_analysis *a = &ctx->stream;
     for (size_t i = 0; i < list->n; i++) {
         node_plan *p = &list->plans[i];
-        if (!p->skipped && stream_node_listed(a->per_frame, a->n_per_frame, p->rs.node) &&
+        if (!p->skipped && stream_recurrent_class(a, p->rs.node) == STREAM_PER_FRAME &&
             !named_by_include(&ctx->options, str_or_empty(p->rs.node->name)))
             leave_per_frame(ctx, p);
     }

@@ -52,7 +52,7 @@ static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *
             label = sb_detach(&sb);
     }
     time_trace t = { input ? strdup(input) : NULL, axis, report_node, label,
-                     strdup(str_or_empty(node->name)) };
+                     strdup(str_or_empty(node->name)), false };
     if ((input ? !t.input : !t.label) || !t.node_name) {
         free(t.input);
         free(t.label);
