@@ -245,6 +245,7 @@ main GRU 'gru\x1b[31mRED\xff\xfe': updated; inputs added gru\x1b[31mRED\xff\xfe_
   Y_h: unused, now graph output gru\x1b[31mRED\xff\xfe_Y_h
 state gru\x1b[31mRED\xff\xfe_initial_h -> gru\x1b[31mRED\xff\xfe_Y_h [1,batch\u009b2J\u202e,8] float32, optional
 time axis x\x1b]0;pwned\x07bell:0 (the sequence axis of the recurrent nodes)
+stream: exact: chunks of any length, every state pair fed back, give the whole-sequence outputs
 1 recurrent node: 1 updated, 0 already exposed, 0 skipped; model rewritten
 EOF
 )
