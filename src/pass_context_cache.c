@@ -40,7 +40,7 @@ typedef struct cache_job {
 static char *fresh(cache_job *j, const char *what)
 {
     char base[160];
-    snprintf(base, sizeof base, "%s_%s", str_or_empty(j->need->node->name), what);
+    snprintf(base, sizeof base, "%s_%s", j->need->name, what);
     return name_registry_unique(&j->ctx->names, base);
 }
 
@@ -221,28 +221,29 @@ static rnnstate_status cache_one(rewrite_ctx *ctx, const elem_types *types, cons
     scope *main_scope = ctx->scopes.scopes[0];
     cache_job j = { .ctx = ctx, .main_scope = main_scope, .need = need };
     j.target = (Onnx__NodeProto *)(need->pad ? need->pad : need->node);
+    /* both still in the graph (found by address, before reading them) */
     j.before = node_position(main_scope->graph, j.target);
-    j.x = node_input(j.target, 0);
-    j.rank = infer_rank(main_scope, j.x);
-    j.elem_type = elem_type_of(types, main_scope, j.x);
-    if (j.before == SIZE_MAX || j.rank < 1 || j.rank > MAX_RANK || !j.elem_type ||
+    bool present = j.before != SIZE_MAX && node_position(main_scope->graph, need->node) != SIZE_MAX;
+    j.x = present ? node_input(j.target, 0) : "";
+    j.rank = present ? infer_rank(main_scope, j.x) : -1;
+    j.elem_type = present ? elem_type_of(types, main_scope, j.x) : 0;
+    if (!present || j.rank < 1 || j.rank > MAX_RANK || !j.elem_type ||
         need->time_axis >= j.rank) {
-        report_add_blocker(&ctx->report, "main", str_or_empty(need->node->op_type),
-                           str_or_empty(need->node->name),
-                           "needs %lld frame(s) of the previous call, but the rank or element "
-                           "type of its input is not known: not cached",
-                           (long long)need->frames);
+        report_add_blocker(&ctx->report, "main", need->op, need->name,
+                           "needs %lld frame(s) of the previous call, but %s: not cached",
+                           (long long)need->frames,
+                           present ? "the rank or element type of its input is not known"
+                                   : "the rewrite removed it");
         return RNNSTATE_OK;
     }
     bool ok = true;
     for (int64_t i = 0; ok && i < j.rank; i++)
         ok = infer_dim(main_scope, j.x, i, &j.dims[i]);
-    const char *op = str_or_empty(need->node->op_type);
-    j.names[0] = ok ? expand_name_template(ctx->options.name_template, op, k,
-                                           str_or_empty(need->node->name), "cache")
+    j.names[0] = ok ? expand_name_template(ctx->options.name_template, need->op, k, need->name,
+                                           "cache")
                     : NULL;
-    j.names[1] = j.names[0] ? expand_name_template(ctx->options.name_template, op, k,
-                                                   str_or_empty(need->node->name), "cache_out")
+    j.names[1] = j.names[0] ? expand_name_template(ctx->options.name_template, need->op, k,
+                                                   need->name, "cache_out")
                             : NULL;
     char *unique[2] = { j.names[0] ? name_registry_unique(&ctx->names, j.names[0]) : NULL,
                         j.names[1] ? name_registry_unique(&ctx->names, j.names[1]) : NULL };
@@ -263,8 +264,7 @@ static int op_count_before(const stream_analysis *a, size_t i)
 {
     int k = 0;
     for (size_t n = 0; n < i; n++)
-        k += !strcmp(str_or_empty(a->needs[n].node->op_type),
-                     str_or_empty(a->needs[i].node->op_type));
+        k += !strcmp(a->needs[n].op, a->needs[i].op);
     return k;
 }
 

@@ -198,16 +198,14 @@ rnnstate_status pass_stream_verdict(rewrite_ctx *ctx)
         return RNNSTATE_OK; /* no recurrent node, no time axis given: left alone */
     for (size_t i = 0; i < a->n_blockers; i++) {
         const stream_blocker *b = &a->blockers[i];
-        report_add_blocker(&ctx->report, b->scope->path, str_or_empty(b->node->op_type),
-                           str_or_empty(b->node->name), "%s", b->reason);
+        report_add_blocker(&ctx->report, b->graph, b->op, b->name, "%s", b->reason);
         *(b->unknown ? &unknown : &none) += 1;
     }
     for (size_t i = 0; i < ctx->n_time_traces; i++)
         block_uncarried(ctx, &ctx->time_traces[i]);
     if (!ctx->options.context_caches)
         for (size_t i = 0; i < a->n_needs; i++)
-            report_add_blocker(&ctx->report, "main", str_or_empty(a->needs[i].node->op_type),
-                               str_or_empty(a->needs[i].node->name),
+            report_add_blocker(&ctx->report, "main", a->needs[i].op, a->needs[i].name,
                                "needs %lld frame(s) of the previous call, and context caches "
                                "are off (--no-context-caches)",
                                (long long)a->needs[i].frames);

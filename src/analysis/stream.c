@@ -181,12 +181,18 @@ static void block(stream_walk *w, const scope *s, const Onnx__NodeProto *node, b
     char *reason = vformat(fmt, ap);
     va_end(ap);
     stream_analysis *a = w->out;
-    if (!reason || !grow((void **)&a->blockers, a->n_blockers, sizeof *a->blockers)) {
+    stream_blocker b = { strdup(s->path), strdup(str_or_empty(node->op_type)),
+                         strdup(str_or_empty(node->name)), unknown, reason };
+    if (!b.graph || !b.op || !b.name || !reason ||
+        !grow((void **)&a->blockers, a->n_blockers, sizeof *a->blockers)) {
+        free(b.graph);
+        free(b.op);
+        free(b.name);
         free(reason);
         w->oom = true;
         return;
     }
-    a->blockers[a->n_blockers++] = (stream_blocker){ s, node, unknown, reason };
+    a->blockers[a->n_blockers++] = b;
 }
 
 static void list_node(stream_walk *w, const Onnx__NodeProto ***list, size_t *n,
@@ -909,8 +915,15 @@ static void record_need(stream_walk *w, const node_view *v, const time_state *t,
         w->oom = true;
         return;
     }
-    a->needs[a->n_needs++] = (context_need){ v->n, t->pad_front ? t->padded_by : NULL, t->axis,
-                                             frames };
+    context_need need = { v->n, strdup(op_name(v->n)), strdup(str_or_empty(v->n->name)),
+                          t->pad_front ? t->padded_by : NULL, t->axis, frames };
+    if (!need.op || !need.name) {
+        free(need.op);
+        free(need.name);
+        w->oom = true;
+        return;
+    }
+    a->needs[a->n_needs++] = need;
 }
 
 /* Can a zero cache stand for the node's own padding? Pools that pad with
@@ -1420,8 +1433,16 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
 
 void stream_analysis_free(stream_analysis *a)
 {
-    for (size_t i = 0; i < a->n_blockers; i++)
+    for (size_t i = 0; i < a->n_blockers; i++) {
+        free(a->blockers[i].graph);
+        free(a->blockers[i].op);
+        free(a->blockers[i].name);
         free(a->blockers[i].reason);
+    }
+    for (size_t i = 0; i < a->n_needs; i++) {
+        free(a->needs[i].op);
+        free(a->needs[i].name);
+    }
     free(a->blockers);
     free(a->needs);
     free(a->per_frame);

@@ -29,10 +29,12 @@
 #include "ptrmap.h"
 #include "scope.h"
 
-/* A node that cannot stream exactly, or that the analysis does not know. */
+/* A node that cannot stream exactly, or that the analysis does not know.
+ * Its names are copies: the passes after the analysis may free the node. */
 typedef struct stream_blocker {
-    const scope *scope;
-    const Onnx__NodeProto *node;
+    char *graph;  /* the scope's path */
+    char *op;
+    char *name;
     bool unknown; /* the analysis does not know the op (else: it cannot stream) */
     char *reason;
 } stream_blocker;
@@ -40,7 +42,10 @@ typedef struct stream_blocker {
 /* A causal convolution or pool of the main graph that needs the last
  * `frames` frames of its input from the previous call. */
 typedef struct context_need {
-    const Onnx__NodeProto *node; /* the Conv or pool */
+    /* The Conv or pool; the passes in between may free it (a fuzzed graph's
+     * cleanup), so it is looked for in the graph before it is read. */
+    const Onnx__NodeProto *node;
+    char *op, *name;             /* copies of its op_type and name */
     /* The zero Pad before it that adds those frames, or NULL when the node's
      * own pads attribute does. */
     const Onnx__NodeProto *pad;
