@@ -216,7 +216,7 @@ static size_t node_position(const Onnx__GraphProto *g, const Onnx__NodeProto *n)
 }
 
 static rnnstate_status cache_one(rewrite_ctx *ctx, const elem_types *types, const context_need *need,
-                                 int k)
+                                 int k, size_t *added)
 {
     scope *main_scope = ctx->scopes.scopes[0];
     cache_job j = { .ctx = ctx, .main_scope = main_scope, .need = need };
@@ -252,6 +252,7 @@ static rnnstate_status cache_one(rewrite_ctx *ctx, const elem_types *types, cons
     j.names[0] = unique[0];
     j.names[1] = unique[1];
     ok = ok && j.names[0] && j.names[1] && declare_pair(&j) && build_cache(&j);
+    *added += ok;
     for (int64_t i = 0; i < j.rank; i++)
         dim_info_clear(&j.dims[i]);
     free(j.names[0]);
@@ -279,13 +280,19 @@ rnnstate_status pass_context_cache(rewrite_ctx *ctx)
     if (!elem_types_build(&types, &ctx->scopes))
         return ctx_oom(ctx);
     rnnstate_status st = RNNSTATE_OK;
+    size_t added = 0;
     for (size_t i = 0; st == RNNSTATE_OK && i < a->n_needs; i++)
-        st = cache_one(ctx, &types, &a->needs[i], op_count_before(a, i));
+        st = cache_one(ctx, &types, &a->needs[i], op_count_before(a, i), &added);
     elem_types_free(&types);
-    if (st == RNNSTATE_OK && ctx->model->ir_version < 4 &&
-        ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL)
+    if (st != RNNSTATE_OK || !added)
+        return st; /* none cached: each is a blocker, the graph is as it was */
+    if (ctx->model->ir_version < 4 && ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL) {
+        report_note(&ctx->report, "ir_version raised from %lld to 4 so that the context caches' "
+                                  "defaults can be left out",
+                    (long long)ctx->model->ir_version);
         ctx->model->ir_version = 4; /* an initializer as an input's default */
-    if (st == RNNSTATE_OK && !scope_tree_flush(&ctx->scopes))
+    }
+    if (!scope_tree_flush(&ctx->scopes))
         st = ctx_oom(ctx);
     ctx->scopes.stale = true;
     ctx->changed = true;

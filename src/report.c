@@ -36,20 +36,6 @@ static bool push_string(report_builder *rb, size_t *n, const char *const **items
     return true;
 }
 
-static char *vformat(const char *fmt, va_list ap)
-{
-    va_list copy;
-    va_copy(copy, ap);
-    int need = vsnprintf(NULL, 0, fmt, copy);
-    va_end(copy);
-    if (need < 0)
-        return NULL;
-    char *out = malloc((size_t)need + 1);
-    if (out)
-        vsnprintf(out, (size_t)need + 1, fmt, ap);
-    return out;
-}
-
 bool report_builder_init(report_builder *rb)
 {
     rb->oom = false;
@@ -124,7 +110,7 @@ void report_node_set_status(report_builder *rb, size_t node, rnnstate_node_statu
 #define FORMAT_INTO(var, fmt)                                                                      \
     va_list ap;                                                                                    \
     va_start(ap, fmt);                                                                             \
-    char *var = vformat(fmt, ap);                                                                  \
+    char *var = str_vformat(fmt, ap);                                                                  \
     va_end(ap)
 
 void report_node_set_reason(report_builder *rb, size_t node, const char *fmt, ...)

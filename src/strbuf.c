@@ -199,3 +199,17 @@ void escape_into(char *out, size_t size, const char *s)
     out[n] = '\0';
     sb_release(&sb);
 }
+
+char *str_vformat(const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    int need = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (need < 0)
+        return NULL;
+    char *out = malloc((size_t)need + 1);
+    if (out)
+        vsnprintf(out, (size_t)need + 1, fmt, ap);
+    return out;
+}

@@ -10,6 +10,7 @@
 #define RNNSTATE_STRBUF_H
 
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 typedef struct strbuf {
@@ -30,6 +31,9 @@ void sb_reset(strbuf *sb);
 void sb_add(strbuf *sb, const char *data, size_t n);
 void sb_adds(strbuf *sb, const char *s);
 void sb_addf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A new malloc'd string formatted from `fmt` and `ap` (which it consumes),
+ * or NULL when memory runs out. */
+char *str_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Names from a model are untrusted bytes; these are the only ways they are
  * printed (docs/reliability.md). Text: a backslash becomes \\, newline,
  * return and tab \n \r \t, other ASCII controls and each byte that is not

@@ -18,6 +18,7 @@
 #include "analysis/shape.h"
 #include "array.h"
 #include "recurrent_ops.h"
+#include "strbuf.h"
 #include "strmap.h"
 #include "tensor_util.h"
 
@@ -102,8 +103,7 @@ typedef struct stream_walk {
     stream_analysis *out;
     strmap symbols;
     int n_symbols;
-    const Onnx__NodeProto **chomps; /* Slices that drop what a Conv's right padding added */
-    size_t n_chomps;
+    ptrmap chomps; /* Slices that drop what a Conv's right padding added */
     bool oom;
 } stream_walk;
 
@@ -150,18 +150,6 @@ static int symbol(stream_walk *w, const char *key)
 
 /* ---- findings ---------------------------------------------------------------- */
 
-static char *vformat(const char *fmt, va_list ap)
-{
-    va_list copy;
-    va_copy(copy, ap);
-    int need = vsnprintf(NULL, 0, fmt, copy);
-    va_end(copy);
-    char *s = need >= 0 ? malloc((size_t)need + 1) : NULL;
-    if (s)
-        vsnprintf(s, (size_t)need + 1, fmt, ap);
-    return s;
-}
-
 static bool grow(void **array, size_t n, size_t size)
 {
     void *grown = owned_array_grow(*array, n, size);
@@ -178,7 +166,7 @@ static void block(stream_walk *w, const scope *s, const Onnx__NodeProto *node, b
 {
     va_list ap;
     va_start(ap, fmt);
-    char *reason = vformat(fmt, ap);
+    char *reason = str_vformat(fmt, ap);
     va_end(ap);
     stream_analysis *a = w->out;
     stream_blocker b = { strdup(s->path), strdup(str_or_empty(node->op_type)),
@@ -195,16 +183,6 @@ static void block(stream_walk *w, const scope *s, const Onnx__NodeProto *node, b
     a->blockers[a->n_blockers++] = b;
 }
 
-static void list_node(stream_walk *w, const Onnx__NodeProto ***list, size_t *n,
-                      const Onnx__NodeProto *node)
-{
-    if (!grow((void **)list, *n, sizeof **list)) {
-        w->oom = true;
-        return;
-    }
-    (*list)[(*n)++] = node;
-}
-
 static size_t gcd(size_t a, size_t b) { return b ? gcd(b, a % b) : a; }
 
 static void need_multiple(stream_walk *w, int64_t k)
@@ -217,15 +195,6 @@ int stream_recurrent_class(const stream_analysis *a, const Onnx__NodeProto *node
 {
     size_t c = 0;
     return ptrmap_get(&a->classes, node, &c) ? (int)c : 0;
-}
-
-bool stream_node_listed(const Onnx__NodeProto *const *list, size_t n,
-                        const Onnx__NodeProto *node)
-{
-    for (size_t i = 0; i < n; i++)
-        if (list[i] == node)
-            return true;
-    return false;
 }
 
 /* ---- dimensions as monomials -------------------------------------------------- */
@@ -430,9 +399,8 @@ typedef struct node_view {
 
 static const char *op_name(const Onnx__NodeProto *n) { return str_or_empty(n->op_type); }
 
-static int64_t rank_or(stream_walk *w, const scope *s, const char *value)
+static int64_t rank_of_value(const scope *s, const char *value)
 {
-    (void)w;
     return *value ? infer_rank(s, value) : -1;
 }
 
@@ -474,7 +442,7 @@ static void on_elementwise(stream_walk *w, const node_view *v)
 {
     int64_t out_rank = -1;
     for (size_t i = 0; i < v->n->n_input; i++) {
-        int64_t r = rank_or(w, v->s, node_input(v->n, i));
+        int64_t r = rank_of_value(v->s, node_input(v->n, i));
         out_rank = r > out_rank ? r : out_rank;
     }
     time_state out = { .kind = T_NONE };
@@ -483,7 +451,7 @@ static void on_elementwise(stream_walk *w, const node_view *v)
         time_state t = get_state(w, v->s, in);
         if (!carries_time(&t))
             continue;
-        int64_t r = rank_or(w, v->s, in);
+        int64_t r = rank_of_value(v->s, in);
         if (r < 0 || out_rank < 0)
             return unknown_op(w, v, "the ranks of its inputs are not known");
         time_state here = moved(t, (int)(t.axis + out_rank - r));
@@ -500,7 +468,7 @@ static void on_transpose(stream_walk *w, const node_view *v)
 {
     time_state t = v->in0;
     const Onnx__AttributeProto *perm = node_attr(v->n, "perm");
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0));
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0));
     if (!perm || !perm->n_ints) {
         if (r < 0)
             return unknown_op(w, v, "the rank of its input is not known");
@@ -523,7 +491,7 @@ static bool axes_of(const node_view *v, int64_t rank, int64_t **axes, size_t *n)
 
 static void on_squeeze(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), *axes = NULL;
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
     if (r < 0 || !axes_of(v, r, &axes, &n))
         return unknown_op(w, v, "its axes or the rank of its input are not known");
@@ -543,7 +511,7 @@ static void on_squeeze(stream_walk *w, const node_view *v)
 
 static void on_unsqueeze(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), *axes = NULL;
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
     if (r < 0 || !node_ints(v->s, v->n, "axes", 1, &axes, &n))
         return unknown_op(w, v, "its axes or the rank of its input are not known");
@@ -615,7 +583,7 @@ static void on_reshape(stream_walk *w, const node_view *v)
     shape_expr out;
     if (!shape_of(w, v->s, node_input(v->n, 1), &out, 0))
         return unknown_op(w, v, "its target shape is computed in a way the analysis cannot follow");
-    int64_t r = rank_or(w, v->s, x);
+    int64_t r = rank_of_value(v->s, x);
     int minus_one = -1;
     mono others = mono_int(1);
     for (size_t i = 0; i < out.n; i++) {
@@ -638,7 +606,7 @@ static void on_reshape(stream_walk *w, const node_view *v)
 static void on_flatten(stream_walk *w, const node_view *v)
 {
     const char *x = node_input(v->n, 0);
-    int64_t r = rank_or(w, v->s, x), k = node_attr_int(v->n, "axis", 1);
+    int64_t r = rank_of_value(v->s, x), k = node_attr_int(v->n, "axis", 1);
     k = k < 0 ? k + r : k;
     if (r < 0)
         return unknown_op(w, v, "the rank of its input is not known");
@@ -664,7 +632,7 @@ static void on_concat(stream_walk *w, const node_view *v)
         t = get_state(w, v->s, node_input(v->n, i));
         first = node_input(v->n, i);
     }
-    int64_t r = rank_or(w, v->s, first), c = node_attr_int(v->n, "axis", 0);
+    int64_t r = rank_of_value(v->s, first), c = node_attr_int(v->n, "axis", 0);
     c = c < 0 && r >= 0 ? c + r : c;
     if (c != t.axis || t.kind != T_AXIS)
         return set_outputs(w, v, t);
@@ -690,7 +658,7 @@ static void on_concat(stream_walk *w, const node_view *v)
 
 static void on_split(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), c = node_attr_int(v->n, "axis", 0);
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), c = node_attr_int(v->n, "axis", 0);
     c = c < 0 && r >= 0 ? c + r : c;
     if (c == v->in0.axis) {
         block(w, v->s, v->n, false, "splits the sequence along time");
@@ -701,12 +669,13 @@ static void on_split(stream_walk *w, const node_view *v)
 
 static bool listed_chomp(const stream_walk *w, const Onnx__NodeProto *n)
 {
-    return stream_node_listed(w->chomps, w->n_chomps, n);
+    size_t unused;
+    return ptrmap_get(&w->chomps, n, &unused);
 }
 
 static void on_slice(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0));
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0));
     int64_t *axes = NULL, *st = NULL, *en = NULL;
     size_t na = 0, ns = 0, ne = 0;
     bool have = node_ints(v->s, v->n, "starts", 1, &st, &ns) &&
@@ -747,8 +716,8 @@ static void on_slice(stream_walk *w, const node_view *v)
 
 static void on_gather(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), g = node_attr_int(v->n, "axis", 0);
-    int64_t q = rank_or(w, v->s, node_input(v->n, 1));
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), g = node_attr_int(v->n, "axis", 0);
+    int64_t q = rank_of_value(v->s, node_input(v->n, 1));
     g = g < 0 && r >= 0 ? g + r : g;
     if (g == v->in0.axis) {
         block(w, v->s, v->n, false, "picks frames out of the sequence (Gather along time)");
@@ -761,8 +730,8 @@ static void on_gather(stream_walk *w, const node_view *v)
 
 static void on_expand(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0));
-    int64_t out_rank = rank_or(w, v->s, node_output(v->n, 0));
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0));
+    int64_t out_rank = rank_of_value(v->s, node_output(v->n, 0));
     shape_expr sh;
     if (out_rank < 0 && shape_of(w, v->s, node_input(v->n, 1), &sh, 0))
         out_rank = (int64_t)sh.n;
@@ -774,7 +743,7 @@ static void on_expand(stream_walk *w, const node_view *v)
 
 static void on_pad(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), *pads = NULL, *axes = NULL;
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *pads = NULL, *axes = NULL;
     size_t n = 0, na = 0;
     if (r < 0 || !(node_ints(v->s, v->n, "pads", 1, &pads, &n) ||
                    fold_int64s(v->s, node_input(v->n, 1), &pads, &n)))
@@ -987,7 +956,7 @@ static void classify_window(stream_walk *w, const node_view *v, const time_state
 static void on_conv(stream_walk *w, const node_view *v)
 {
     time_state t = v->in0;
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0));
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0));
     if (t.axis == 0)
         return set_outputs(w, v, t); /* time in the batch: frame by frame */
     if (r < 3)
@@ -1012,7 +981,7 @@ static void on_conv(stream_walk *w, const node_view *v)
     if (win.end && win.stride == 1 && !t.pad_back) {
         const Onnx__NodeProto *chomp = chomp_after(v, t.axis, win.end);
         if (chomp) {
-            list_node(w, &w->chomps, &w->n_chomps, chomp);
+            w->oom |= !ptrmap_put(&w->chomps, chomp, 1);
             win.end = 0;
         }
     }
@@ -1038,7 +1007,7 @@ static void whole_sequence(stream_walk *w, const node_view *v, const char *fmt, 
 {
     va_list ap;
     va_start(ap, fmt);
-    char *reason = vformat(fmt, ap);
+    char *reason = str_vformat(fmt, ap);
     va_end(ap);
     block(w, v->s, v->n, false, "%s", reason ? reason : "reads the whole sequence");
     free(reason);
@@ -1049,7 +1018,7 @@ static void on_matmul(stream_walk *w, const node_view *v)
 {
     const char *a = node_input(v->n, 0), *b = node_input(v->n, 1);
     time_state ta = get_state(w, v->s, a), tb = get_state(w, v->s, b);
-    int64_t ra = rank_or(w, v->s, a), rb = rank_or(w, v->s, b);
+    int64_t ra = rank_of_value(v->s, a), rb = rank_of_value(v->s, b);
     bool gemm = node_op_is(v->n, "Gemm");
     if (carries_time(&tb))
         return whole_sequence(w, v, carries_time(&ta)
@@ -1066,7 +1035,7 @@ static void on_matmul(stream_walk *w, const node_view *v)
 /* Ops that work along one axis (attribute `axis`, default `fallback`). */
 static void on_axis_op(stream_walk *w, const node_view *v, int64_t fallback, const char *what)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", fallback);
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", fallback);
     a = a < 0 && r >= 0 ? a + r : a;
     if (a < 0)
         return unknown_op(w, v, "the rank of its input is not known");
@@ -1080,7 +1049,7 @@ static void on_softmax(stream_walk *w, const node_view *v)
     if (w->opset >= 13)
         return on_axis_op(w, v, -1, "normalises");
     /* before opset 13: over every axis from `axis` (default 1) on */
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", 1);
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", 1);
     a = a < 0 && r >= 0 ? a + r : a;
     if (v->in0.axis >= a)
         return whole_sequence(w, v, "normalises over the time axis");
@@ -1089,7 +1058,7 @@ static void on_softmax(stream_walk *w, const node_view *v)
 
 static void on_layer_norm(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", -1);
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", -1);
     a = a < 0 && r >= 0 ? a + r : a;
     if (a < 0)
         return unknown_op(w, v, "the rank of its input is not known");
@@ -1109,7 +1078,7 @@ static void on_instance_norm(stream_walk *w, const node_view *v)
 
 static void on_reduce(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), *axes = NULL;
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
     bool all = !axes_of(v, r, &axes, &n) || n == 0;
     if (all && node_attr_int(v->n, "noop_with_empty_axes", 0))
@@ -1133,7 +1102,7 @@ static void on_reduce(stream_walk *w, const node_view *v)
 
 static void on_cumsum(stream_walk *w, const node_view *v)
 {
-    int64_t r = rank_or(w, v->s, node_input(v->n, 0)), *a = NULL;
+    int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *a = NULL;
     size_t n = 0;
     if (!const_ints(v->s, node_input(v->n, 1), &a, &n) || n != 1)
         return unknown_op(w, v, "its axis is not constant");
@@ -1173,7 +1142,6 @@ static void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op 
             return whole_sequence(w, v, "%s %s: its backward direction reads the sequence from "
                                         "its end",
                                   strcmp(dir, "reverse") ? "bidirectional" : "reverse", op->name);
-        list_node(w, &w->out->along_time, &w->out->n_along_time, v->n);
         w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_ALONG_TIME);
         y.axis = batch_first ? 1 : 0;
         set_state(w, v->s, node_output(v->n, 0), y);
@@ -1183,7 +1151,6 @@ static void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op 
     }
     if (t.axis != batch)
         return whole_sequence(w, v, "mixes time into its features");
-    list_node(w, &w->out->per_frame, &w->out->n_per_frame, v->n);
     w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_PER_FRAME);
     y.axis = batch_first ? 0 : 2; /* Y is [T, D, B, H] or [B, T, D, H] */
     h.axis = batch_first ? 0 : 1; /* Y_h is [D, B, H] or [B, D, H] */
@@ -1196,7 +1163,6 @@ static void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op 
 
 typedef void (*node_handler)(stream_walk *w, const node_view *v);
 
-static void on_reduce_mean_like(stream_walk *w, const node_view *v) { on_reduce(w, v); }
 static void on_argmax(stream_walk *w, const node_view *v) { on_axis_op(w, v, 0, "picks"); }
 static void on_lp_norm(stream_walk *w, const node_view *v) { on_axis_op(w, v, -1, "normalises"); }
 static void on_topk(stream_walk *w, const node_view *v) { on_axis_op(w, v, -1, "sorts"); }
@@ -1272,11 +1238,11 @@ static const op_entry op_table[] = {
     { "LayerNormalization", on_layer_norm }, { "InstanceNormalization", on_instance_norm },
     { "GroupNormalization", on_instance_norm }, { "LpNormalization", on_lp_norm },
     { "MeanVarianceNormalization", on_mvn }, { "LRN", on_lrn },
-    { "ReduceMax", on_reduce_mean_like }, { "ReduceMin", on_reduce_mean_like },
-    { "ReduceMean", on_reduce_mean_like }, { "ReduceSum", on_reduce_mean_like },
-    { "ReduceProd", on_reduce_mean_like }, { "ReduceL1", on_reduce_mean_like },
-    { "ReduceL2", on_reduce_mean_like }, { "ReduceLogSum", on_reduce_mean_like },
-    { "ReduceLogSumExp", on_reduce_mean_like }, { "ReduceSumSquare", on_reduce_mean_like },
+    { "ReduceMax", on_reduce }, { "ReduceMin", on_reduce },
+    { "ReduceMean", on_reduce }, { "ReduceSum", on_reduce },
+    { "ReduceProd", on_reduce }, { "ReduceL1", on_reduce },
+    { "ReduceL2", on_reduce }, { "ReduceLogSum", on_reduce },
+    { "ReduceLogSumExp", on_reduce }, { "ReduceSumSquare", on_reduce },
     { "ArgMax", on_argmax }, { "ArgMin", on_argmax }, { "TopK", on_topk },
     { "CumSum", on_cumsum },
     /* windows along the spatial axes */
@@ -1416,7 +1382,8 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
     if (!n_sources || !tree->n)
         return true;
     out->analysed = true;
-    stream_walk w = { .tree = tree, .opset = opset, .out = out, .symbols = STRMAP_INIT };
+    stream_walk w = { .tree = tree, .opset = opset, .out = out, .symbols = STRMAP_INIT,
+                      .chomps = PTRMAP_INIT };
     const scope *main_scope = tree->scopes[0];
     seed_sources(&w, main_scope, sources, n_sources);
     for (size_t k = 0; !w.oom && k < main_scope->graph->n_node; k++) {
@@ -1425,7 +1392,7 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
     if (!w.oom)
         check_outputs(&w, main_scope);
     strmap_free(&w.symbols);
-    free(w.chomps);
+    ptrmap_free(&w.chomps);
     if (w.oom)
         stream_analysis_free(out);
     return !w.oom;
@@ -1445,8 +1412,6 @@ void stream_analysis_free(stream_analysis *a)
     }
     free(a->blockers);
     free(a->needs);
-    free(a->per_frame);
-    free(a->along_time);
     ptrmap_free(&a->classes);
     memset(a, 0, sizeof *a);
 }

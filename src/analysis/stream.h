@@ -60,14 +60,10 @@ typedef struct stream_analysis {
     size_t n_blockers;
     context_need *needs;
     size_t n_needs;
-    /* recurrent nodes whose time axis is their batch: reset at every call */
-    const Onnx__NodeProto **per_frame;
-    size_t n_per_frame;
-    /* forward recurrent nodes along time: streamable when their state is
-     * carried (the state pass decides) */
-    const Onnx__NodeProto **along_time;
-    size_t n_along_time;
-    ptrmap classes; /* node -> STREAM_ALONG_TIME or STREAM_PER_FRAME */
+    /* The recurrent nodes the time axis reached: STREAM_ALONG_TIME (forward
+     * along time: streamable when the state pass carries their state) or
+     * STREAM_PER_FRAME (time is their batch: reset at every call). */
+    ptrmap classes;
 } stream_analysis;
 
 enum { STREAM_ALONG_TIME = 1, STREAM_PER_FRAME = 2 };
@@ -80,10 +76,6 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
                     size_t n_sources, stream_analysis *out);
 
 void stream_analysis_free(stream_analysis *a);
-
-/* True when `node` is in the list (a linear search: for short lists). */
-bool stream_node_listed(const Onnx__NodeProto *const *list, size_t n,
-                        const Onnx__NodeProto *node);
 
 /* STREAM_ALONG_TIME or STREAM_PER_FRAME for a recurrent node the time axis
  * reached, else 0; constant time. */
