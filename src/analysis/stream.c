@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "analysis/shape.h"
+#include "analysis/window.h"
 #include "array.h"
 #include "recurrent_ops.h"
 #include "strbuf.h"
@@ -93,6 +94,7 @@ typedef struct time_state {
     int64_t pad_front;  /* frames a Pad (or a cache Concat) put before the data */
     int64_t pad_back;   /* frames a Pad put after the data */
     mono outer;         /* T_MERGED: the product of what lies before time in its axis */
+    mono whole;         /* T_MERGED: the whole axis (outer * time * what follows it) */
     const Onnx__NodeProto *merged_by; /* T_MERGED: the op that merged it */
     const Onnx__NodeProto *padded_by; /* pad_front or pad_back: the Pad */
 } time_state;
@@ -103,6 +105,11 @@ typedef struct stream_walk {
     stream_analysis *out;
     strmap symbols;
     int n_symbols;
+    /* The dims of Reshape outputs as monomials, by dim_key, into `shaped`:
+     * a dimension inferred from nothing else is known from its Reshape. */
+    strmap shaped_keys;
+    mono *shaped;
+    size_t n_shaped;
     ptrmap chomps; /* Slices that drop what a Conv's right padding added */
     bool oom;
 } stream_walk;
@@ -199,6 +206,19 @@ int stream_recurrent_class(const stream_analysis *a, const Onnx__NodeProto *node
 
 /* ---- dimensions as monomials -------------------------------------------------- */
 
+#define DIM_KEY_SIZE 600
+
+/* A key naming the source of a dimension (analysis/shape.h's dim_source). */
+static void dim_key(const scope *s, const char *value, int64_t axis, char key[DIM_KEY_SIZE])
+{
+    const scope *o;
+    const char *v;
+    int64_t a;
+    dim_source(s, value, axis, &o, &v, &a);
+    const value_entry *e = scope_lookup(o, v, &o); /* the scope that holds it */
+    snprintf(key, DIM_KEY_SIZE, "v:%p:%.500s:%lld", (const void *)(e ? o : s), v, (long long)a);
+}
+
 /* Dimension `axis` of `value`: time, a number, a named size, or a symbol of
  * its own (equal only to itself). */
 static mono dim_mono(stream_walk *w, const scope *s, const char *value, int64_t axis)
@@ -206,21 +226,24 @@ static mono dim_mono(stream_walk *w, const scope *s, const char *value, int64_t 
     time_state t = get_state(w, s, value);
     if (t.kind == T_AXIS && t.axis == axis && !t.pad_front && !t.pad_back)
         return mono_sym(SYM_TIME);
+    if (t.kind == T_MERGED && t.axis == axis)
+        return t.whole;
     dim_info d = { 0 };
     if (!infer_dim(s, value, axis, &d)) {
         w->oom = true;
         return (mono){ .ok = false };
     }
-    char key[600];
+    char key[DIM_KEY_SIZE];
     mono m;
     if (d.known && !d.param) {
         m = mono_int(d.value);
-    } else {
-        if (d.param)
-            snprintf(key, sizeof key, "p:%s", d.param);
-        else
-            snprintf(key, sizeof key, "v:%p:%.500s:%lld", (const void *)s, value, (long long)axis);
+    } else if (d.param) {
+        snprintf(key, sizeof key, "p:%s", d.param);
         m = mono_sym(symbol(w, key));
+    } else { /* the same source, the same size: a Reshape's entry, or a symbol */
+        dim_key(s, value, axis, key);
+        int at = strmap_get(&w->shaped_keys, key);
+        m = at >= 0 ? w->shaped[at] : mono_sym(symbol(w, key));
     }
     dim_info_clear(&d);
     return m;
@@ -230,6 +253,23 @@ typedef struct shape_expr {
     size_t n;
     mono v[SHAPE_ENTRIES];
 } shape_expr;
+
+/* Remembers the dims of a Reshape's output (that dim_mono would otherwise
+ * see as symbols of their own). */
+static void remember_shape(stream_walk *w, const scope *s, const char *value,
+                           const shape_expr *e)
+{
+    for (size_t i = 0; i < e->n && !w->oom; i++) {
+        char key[DIM_KEY_SIZE];
+        dim_key(s, value, (int64_t)i, key);
+        if (!e->v[i].ok || strmap_get(&w->shaped_keys, key) >= 0)
+            continue;
+        w->oom = !grow((void **)&w->shaped, w->n_shaped, sizeof *w->shaped) ||
+                 !strmap_put(&w->shaped_keys, key, (int)w->n_shaped);
+        if (!w->oom)
+            w->shaped[w->n_shaped++] = e->v[i];
+    }
+}
 
 static bool shape_of(stream_walk *w, const scope *s, const char *value, shape_expr *out,
                      int depth);
@@ -548,6 +588,7 @@ static time_state locate_time(const time_state *in, mono before, const shape_exp
             if (mono_div(out->v[i], time_part).ok) {
                 t.kind = T_MERGED;
                 t.outer = outer;
+                t.whole = out->v[i];
                 t.merged_by = node;
                 return t;
             }
@@ -569,11 +610,8 @@ static mono before_time(stream_walk *w, const scope *s, const char *x, const tim
 static mono product_of_dims(stream_walk *w, const scope *s, const char *x, int64_t rank)
 {
     mono p = mono_int(1);
-    for (int64_t i = 0; i < rank; i++) {
-        time_state t = get_state(w, s, x);
-        p = mono_mul(p, t.kind == T_MERGED && t.axis == i ? (mono){ .ok = false }
-                                                           : dim_mono(w, s, x, i));
-    }
+    for (int64_t i = 0; i < rank; i++)
+        p = mono_mul(p, dim_mono(w, s, x, i));
     return p;
 }
 
@@ -597,6 +635,7 @@ static void on_reshape(stream_walk *w, const node_view *v)
     }
     if (minus_one >= 0)
         out.v[minus_one] = mono_div(product_of_dims(w, v->s, x, r), others);
+    remember_shape(w, v->s, node_output(v->n, 0), &out);
     time_state t = locate_time(&v->in0, before_time(w, v->s, x, &v->in0), &out, v->n);
     if (t.kind == T_UNKNOWN)
         return unknown_op(w, v, "the time axis cannot be followed through this Reshape");
@@ -790,57 +829,19 @@ static void on_pad(stream_walk *w, const node_view *v)
 
 /* ---- convolutions and pools ----------------------------------------------------- */
 
-typedef struct window {
-    int64_t kernel, stride, dilation, begin, end; /* along time */
-} window;
-
-/* The window along spatial axis `i` of a Conv or pool; false when its
- * kernel is not known. */
-static bool window_along(const node_view *v, int i, int spatial, window *out)
+/* The window along spatial axis `i` of a Conv or pool (its kernel from
+ * kernel_shape or the weight's shape); false when it is not known. */
+static bool window_of(const node_view *v, int i, int spatial, window *out)
 {
-    const Onnx__AttributeProto *k = node_attr(v->n, "kernel_shape");
-    const Onnx__AttributeProto *st = node_attr(v->n, "strides");
-    const Onnx__AttributeProto *d = node_attr(v->n, "dilations");
-    const Onnx__AttributeProto *p = node_attr(v->n, "pads");
-    *out = (window){ .kernel = -1, .stride = 1, .dilation = 1 };
-    if (k && (size_t)i < k->n_ints) {
-        out->kernel = k->ints[i];
-    } else if (v->n->n_input > 1) {
+    int64_t kernel = -1;
+    if (v->n->n_input > 1) {
         dim_info dim = { 0 };
         bool ok = infer_dim(v->s, node_input(v->n, 1), 2 + i, &dim);
         if (ok && dim.known && !dim.param)
-            out->kernel = dim.value;
+            kernel = dim.value;
         dim_info_clear(&dim);
     }
-    if (st && (size_t)i < st->n_ints)
-        out->stride = st->ints[i];
-    if (d && (size_t)i < d->n_ints)
-        out->dilation = d->ints[i];
-    if (p && (size_t)(i + spatial) < p->n_ints) {
-        out->begin = p->ints[i];
-        out->end = p->ints[i + spatial];
-    }
-    return out->kernel > 0 && out->stride > 0 && out->dilation > 0;
-}
-
-/* SAME_* padding along time, where it does not depend on the input size. */
-static bool resolve_auto_pad(const node_view *v, window *win)
-{
-    char buf[16];
-    const char *mode = node_attr_string(v->n, "auto_pad", buf, sizeof buf);
-    if (!mode || !*mode || !strcmp(mode, "NOTSET"))
-        return true;
-    if (!strcmp(mode, "VALID")) {
-        win->begin = win->end = 0;
-        return true;
-    }
-    if (win->stride != 1)
-        return false;
-    int64_t total = (win->kernel - 1) * win->dilation;
-    bool lower = !strcmp(mode, "SAME_LOWER");
-    win->begin = lower ? total - total / 2 : total / 2;
-    win->end = total - win->begin;
-    return true;
+    return window_along(v->n, i, spatial, kernel, out);
 }
 
 static bool step_is_one(const scope *s, const Onnx__NodeProto *slice)
@@ -968,9 +969,9 @@ static void on_conv(stream_walk *w, const node_view *v)
     }
     window win;
     int spatial = (int)r - 2, i = t.axis - 2;
-    if (!window_along(v, i, spatial, &win))
+    if (!window_of(v, i, spatial, &win))
         return unknown_op(w, v, "its kernel size along time is not known");
-    if (!resolve_auto_pad(v, &win))
+    if (!window_resolve_auto_pad(v->n, -1, &win))
         return unknown_op(w, v, "auto_pad with a stride along time is not analysed");
     if (node_op_is(v->n, "ConvTranspose")) {
         if (win.kernel == 1 && win.stride == 1 && !win.begin && !win.end && !t.pad_front &&
@@ -1383,6 +1384,7 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
         return true;
     out->analysed = true;
     stream_walk w = { .tree = tree, .opset = opset, .out = out, .symbols = STRMAP_INIT,
+                      .shaped_keys = STRMAP_INIT,
                       .chomps = PTRMAP_INIT };
     const scope *main_scope = tree->scopes[0];
     seed_sources(&w, main_scope, sources, n_sources);
@@ -1392,6 +1394,8 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
     if (!w.oom)
         check_outputs(&w, main_scope);
     strmap_free(&w.symbols);
+    strmap_free(&w.shaped_keys);
+    free(w.shaped);
     ptrmap_free(&w.chomps);
     if (w.oom)
         stream_analysis_free(out);
