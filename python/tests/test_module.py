@@ -173,9 +173,9 @@ for model, base in [(m, {}) for m in models] + stream:
         kw = dict(base, **extra)
         compare(model, kw, "%s %s" % (short, kw or "defaults"))
         runs += 1
-print("PASS %d models x 2 modes: path, bytes and ModelProto forms equal to the command line "
-      "(ModelProto re-serialized byte for byte: %d of %d)"
-      % (len(models) + len(stream), proto_identical, proto_total))
+print("%d models x 2 modes: path, bytes and ModelProto forms compared with the command line "
+      "(ModelProto re-serialized byte for byte: %d of %d); %d checks failed so far"
+      % (len(models) + len(stream), proto_identical, proto_total, failed))
 
 M = lambda name: os.path.join(source, "models", name)  # noqa: E731
 for model, kw in [
@@ -194,8 +194,22 @@ for model, kw in [
 ]:
     compare(model, kw, "%s %s" % (os.path.basename(model), kw))
     runs += 1
-print("PASS option sets: name_template, include, exclude, to_layout0, context_caches, time_axes, "
-      "check, dry_run, max_model_size")
+print("option sets compared: name_template, include, exclude, to_layout0, context_caches, time_axes, "
+      "check, dry_run, max_model_size; %d checks failed so far" % failed)
+
+# sync=True writes the same bytes
+res = rnnstate.rewrite(M("denoiser_gru.onnx"), output=os.path.join(work, "sync.onnx"), sync=True)
+check(open(os.path.join(work, "sync.onnx"), "rb").read() == rnnstate.rewrite(M("denoiser_gru.onnx")).model,
+      "sync=True writes the same bytes")
+
+# Threads: the library has no global state and ctypes releases the GIL, so
+# rewrites in parallel threads give what serial ones give.
+import concurrent.futures  # noqa: E402
+serial = [rnnstate.rewrite(m, **kw) for m, kw in [(m, {}) for m in models] + stream]
+with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    parallel = list(pool.map(lambda mk: rnnstate.rewrite(mk[0], **mk[1]),
+                             [(m, {}) for m in models] + stream))
+check(parallel == serial, "%d models rewritten in 4 threads give the serial results" % len(serial))
 
 # time_axes in each of its forms
 tcn = M("stream/tcn_residual.onnx")
