@@ -24,7 +24,7 @@ import re
 
 from . import _lib
 
-__version__ = "0.1.0"
+__version__ = _lib.VERSION
 
 __all__ = [
     "rewrite", "Result", "Status", "Error", "IoError", "NotModelError", "InvalidModelError",

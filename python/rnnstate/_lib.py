@@ -17,8 +17,19 @@ import glob
 import os
 import threading
 
-# The library's major version this module was written for (the soname's).
-ABI_MAJOR = 0
+# The module's version: the library's it was written for. The library's
+# structs may change with its minor version while the major is 0 (its CMake
+# package is SameMinorVersion), so a library is taken only when its
+# MAJOR.MINOR is this one's (MAJOR alone from 1.0 on).
+VERSION = "0.1.0"
+ABI_MAJOR = int(VERSION.split(".")[0])
+
+
+def compatible(version):
+    """True when a library of `version` ("0.1.3") has the structs this module knows."""
+    have, want = version.split("."), VERSION.split(".")
+    return have[:2] == want[:2] if ABI_MAJOR == 0 else have[0] == want[0]
+
 SONAME = "librnnstate.so.%d" % ABI_MAJOR
 ENV_VAR = "RNNSTATE_LIBRARY"
 
@@ -178,6 +189,19 @@ def load():
                 raise OSError("rnnstate: %s=%s: no such file" % (ENV_VAR, path))
             else:
                 tried.append("%s: no %s" % (how, path))
+                continue
+            try:
+                lib.rnnstate_version.restype = c_char_p
+                lib.rnnstate_version.argtypes = []
+                version = lib.rnnstate_version().decode()
+            except AttributeError:
+                version = "0"  # no rnnstate_version: not librnnstate
+            if not compatible(version):
+                note = "%s, while this module (%s) needs librnnstate %s.x" % (
+                    "librnnstate " + version if version != "0" else "not librnnstate", VERSION, ".".join(VERSION.split(".")[:2 if ABI_MAJOR == 0 else 1]))
+                if how.startswith("$"):
+                    raise OSError("rnnstate: %s=%s is %s" % (ENV_VAR, path, note))
+                tried.append("%s (%s): %s" % (how, path, note))
                 continue
             _loaded = (_declare(lib), _libc(), path)
             return _loaded
