@@ -340,6 +340,29 @@ def _save_memory(lib, model):
         lib.rnnstate_buffer_free(data)
 
 
+def _load_bytes(lib, data, label, limits, m, err):
+    """Loads a model from bytes as the command line loads a file: through an
+    anonymous memory file (Linux memfd), so that the weights stay in it until
+    the save copies them and the output is the command line's byte for byte
+    (decoding everything would write the model's fields in protobuf's order,
+    which differs from the file's for some exporters). Without memfd, from
+    memory."""
+    if not hasattr(os, "memfd_create"):
+        return lib.rnnstate_model_load_memory(data, len(data), label, ctypes.byref(limits),
+                                              ctypes.byref(m.ptr), ctypes.byref(err))
+    fd = os.memfd_create("rnnstate-input", getattr(os, "MFD_CLOEXEC", 0))
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.lseek(fd, 0, os.SEEK_SET)
+        # the library keeps a duplicate of the descriptor while it needs the file
+        return lib.rnnstate_model_load_fd(fd, label, ctypes.byref(limits), ctypes.byref(m.ptr),
+                                          ctypes.byref(err))
+    finally:
+        os.close(fd)
+
+
 def rewrite(model, **options):
     """Rewrites an ONNX model so that the hidden state of its recurrent nodes
     becomes graph inputs and outputs (what ``rnnstate-rewrite`` does).
@@ -413,9 +436,7 @@ def rewrite(model, **options):
                                 "not %s" % type(model).__name__)
             default = "<bytes>" if form == "bytes" else "<ModelProto>"
             input_label = _text("label", label if label is not None else default)
-            status = lib.rnnstate_model_load_memory(data, len(data), input_label,
-                                                    ctypes.byref(prepared.limits),
-                                                    ctypes.byref(m.ptr), ctypes.byref(err))
+            status = _load_bytes(lib, data, input_label, prepared.limits, m, err)
         _check(status, err)
         _check(lib.rnnstate_rewrite(m.ptr, ctypes.byref(prepared.options), ctypes.byref(r.ptr),
                                     ctypes.byref(err)), err)

@@ -115,6 +115,7 @@ def _declare(lib):
         "rnnstate_save_options_init": (None, [c_void_p]),
         "rnnstate_options_init": (None, [c_void_p]),
         "rnnstate_model_load_file": (c_int, [c_char_p, p(Limits), model_pp, err_p]),
+        "rnnstate_model_load_fd": (c_int, [c_int, c_char_p, p(Limits), model_pp, err_p]),
         "rnnstate_model_load_memory": (c_int, [c_char_p, c_size_t, c_char_p, p(Limits), model_pp,
                                                err_p]),
         "rnnstate_model_save_file": (c_int, [c_void_p, c_char_p, p(SaveOptions), err_p]),

@@ -2,7 +2,8 @@
 
     test_module.py CLI LIBRARY SOURCE_DIR GENERATED_INCLUDE_DIR WORK_DIR
 
-For every model of models/ and models/stream/, with the default options and
+For every model of models/, models/stream/ and ../shared/models (where
+present), with the default options and
 with state_inputs="required" (and the manifest's own arguments, e.g.
 --time), and a few more option sets on the models they concern:
 rewrite(path, output=...) writes the very bytes ``rnnstate-rewrite -o``
@@ -166,16 +167,18 @@ models = sorted(glob.glob(os.path.join(source, "models", "*.onnx")))
 stream_manifest = json.load(open(os.path.join(source, "models", "stream", "manifest.json")))
 stream = [(os.path.join(source, "models", "stream", m["file"]), options_of(m["args"]))
           for m in stream_manifest["models"]]
+# the third-party models of ../shared/models, where present (as tests/CMakeLists.txt)
+shared = sorted(glob.glob(os.path.join(source, "..", "shared", "models", "*.onnx")))
 runs = 0
-for model, base in [(m, {}) for m in models] + stream:
-    short = os.path.relpath(model, os.path.join(source, "models"))
+for model, base in [(m, {}) for m in models] + stream + [(m, {}) for m in shared]:
+    short = os.path.basename(model) if model in shared else os.path.relpath(model, os.path.join(source, "models"))
     for extra in ({}, {"state_inputs": "required"}):
         kw = dict(base, **extra)
         compare(model, kw, "%s %s" % (short, kw or "defaults"))
         runs += 1
 print("%d models x 2 modes: path, bytes and ModelProto forms compared with the command line "
       "(ModelProto re-serialized byte for byte: %d of %d); %d checks failed so far"
-      % (len(models) + len(stream), proto_identical, proto_total, failed))
+      % (len(models) + len(stream) + len(shared), proto_identical, proto_total, failed))
 
 M = lambda name: os.path.join(source, "models", name)  # noqa: E731
 for model, kw in [
