@@ -416,7 +416,7 @@ def rewrite(model, **options):
 
     err = _lib.ErrorStruct()
     with _Owned(lib.rnnstate_model_free) as m, _Owned(lib.rnnstate_report_free) as r:
-        if isinstance(model, (str, bytes, os.PathLike)) and not isinstance(model, bytes):
+        if isinstance(model, (str, os.PathLike)):
             form = "path"
             path = os.fsencode(model)
             if b"\0" in path:
