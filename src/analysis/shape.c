@@ -606,10 +606,27 @@ static int64_t recurrent_x_axis(const Onnx__NodeProto *p, int slot, int64_t axis
     return (batch_first ? axis == 0 : axis == 1) ? (batch_first ? 0 : 1) : -1;
 }
 
+/* The directions or hidden axis of a recurrent output, from the node's
+ * attributes, or -1. */
+static int64_t recurrent_attr_dim(const Onnx__NodeProto *p, int slot, int64_t axis)
+{
+    bool batch_first = node_attr_int(p, "layout", 0) == 1;
+    int64_t last = slot == 0 ? 3 : 2, dirs = batch_first ? (slot == 0 ? 2 : 1) : (slot == 0);
+    char buf[32];
+    const char *dir = node_attr_string(p, "direction", buf, sizeof buf);
+    if (axis == dirs)
+        return dir && !strcmp(dir, "bidirectional") ? 2 : 1;
+    return axis == last ? node_attr_int(p, "hidden_size", -1) : -1;
+}
+
 static bool through_recurrent(shape_query *q, const scope *s, const Onnx__NodeProto *p, int slot,
                               int64_t axis, int depth, dim_info *out)
 {
-    int64_t x_axis = recurrent_x_axis(p, slot, axis);
+    int64_t x_axis = recurrent_x_axis(p, slot, axis), fixed = recurrent_attr_dim(p, slot, axis);
+    if (x_axis < 0 && fixed > 0) {
+        out->known = true;
+        out->value = fixed;
+    }
     return x_axis < 0 || infer_dim_at(q, s, node_input(p, 0), x_axis, depth + 1, out);
 }
 
