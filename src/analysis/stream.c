@@ -52,6 +52,15 @@ int stream_symbol(stream_walk *w, const char *key)
     int id = strmap_get(&w->symbols, key);
     if (id >= 0)
         return id;
+    size_t at = (size_t)w->n_symbols;
+    char *param = strncmp(key, "p:", 2) ? NULL : strdup(key + 2);
+    if ((!param && !strncmp(key, "p:", 2)) ||
+        !stream_grow((void **)&w->symbol_params, at, sizeof *w->symbol_params)) {
+        free(param);
+        w->oom = true;
+        return SYM_TIME + 1 + (int)at; /* never stored: equal to nothing */
+    }
+    w->symbol_params[at] = param;
     id = SYM_TIME + 1 + w->n_symbols++;
     if (!strmap_put(&w->symbols, key, id))
         w->oom = true;
@@ -105,6 +114,12 @@ int stream_recurrent_class(const stream_analysis *a, const Onnx__NodeProto *node
 {
     size_t c = 0;
     return ptrmap_get(&a->classes, node, &c) ? (int)c : 0;
+}
+
+const char *stream_batch_name(const stream_analysis *a, const Onnx__NodeProto *node)
+{
+    size_t i;
+    return ptrmap_get(&a->batch_names, node, &i) ? a->names[i] : NULL;
 }
 
 /* ---- node handlers' helpers ---------------------------------------------- */
@@ -259,6 +274,7 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
 {
     memset(out, 0, sizeof *out);
     out->classes = (ptrmap)PTRMAP_INIT;
+    out->batch_names = (ptrmap)PTRMAP_INIT;
     out->chunk_multiple = 1;
     if (!n_sources || !tree->n)
         return true;
@@ -274,6 +290,9 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
     if (!w.oom)
         check_outputs(&w, main_scope);
     strmap_free(&w.symbols);
+    for (int i = 0; i < w.n_symbols; i++)
+        free(w.symbol_params[i]);
+    free(w.symbol_params);
     strmap_free(&w.shaped_keys);
     free(w.shaped);
     ptrmap_free(&w.chomps);
@@ -294,8 +313,12 @@ void stream_analysis_free(stream_analysis *a)
         free(a->needs[i].op);
         free(a->needs[i].name);
     }
+    for (size_t i = 0; i < a->n_names; i++)
+        free(a->names[i]);
     free(a->blockers);
     free(a->needs);
+    free(a->names);
     ptrmap_free(&a->classes);
+    ptrmap_free(&a->batch_names);
     memset(a, 0, sizeof *a);
 }

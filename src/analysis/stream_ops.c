@@ -317,6 +317,32 @@ static void on_resize(stream_walk *w, const node_view *v)
 
 /* ---- recurrent nodes ------------------------------------------------------------------ */
 
+/* The node's batch as "NAME" or "NAME*K" when it is K times one named
+ * dimension (and the graph declares no name for it). */
+static void record_batch_name(stream_walk *w, const node_view *v, int batch_axis)
+{
+    const char *x = node_input(v->n, 0);
+    dim_info d = { 0 };
+    bool declared = infer_dim(v->s, x, batch_axis, &d) && d.known;
+    dim_info_clear(&d);
+    mono m = declared ? (mono){ .ok = false } : dim_mono(w, v->s, x, batch_axis);
+    int at = m.ok && m.n == 1 && m.coef >= 1 ? m.sym[0] - SYM_TIME - 1 : -1;
+    const char *param = at >= 0 && at < w->n_symbols ? w->symbol_params[at] : NULL;
+    if (!param)
+        return;
+    stream_analysis *a = w->out;
+    char buf[300];
+    snprintf(buf, sizeof buf, m.coef == 1 ? "%.250s" : "%.250s*%lld", param, (long long)m.coef);
+    char *name = strdup(buf);
+    if (!name || !stream_grow((void **)&a->names, a->n_names, sizeof *a->names) ||
+        !ptrmap_put(&a->batch_names, v->n, a->n_names)) {
+        free(name);
+        w->oom = true;
+        return;
+    }
+    a->names[a->n_names++] = name;
+}
+
 void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op *op)
 {
     bool batch_first = recurrent_batch_first(op, v->n);
@@ -330,6 +356,7 @@ void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op *op)
                                         "its end",
                                   strcmp(dir, "reverse") ? "bidirectional" : "reverse", op->name);
         w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_ALONG_TIME);
+        record_batch_name(w, v, batch);
         y.axis = batch_first ? 1 : 0;
         set_state(w, v->s, node_output(v->n, 0), y);
         for (size_t i = 1; i < v->n->n_output; i++)
