@@ -452,11 +452,15 @@ static void on_elementwise(stream_walk *w, const node_view *v)
         if (!carries_time(&t))
             continue;
         int64_t r = rank_of_value(v->s, in);
-        if (r < 0 || out_rank < 0)
-            return unknown_op(w, v, "the ranks of its inputs are not known");
+        if (r < 0 || out_rank < 0) {
+            unknown_op(w, v, "the ranks of its inputs are not known");
+            return;
+        }
         time_state here = moved(t, (int)(t.axis + out_rank - r));
-        if (out.kind != T_NONE && out.axis != here.axis)
-            return unknown_op(w, v, "its inputs carry time on different axes");
+        if (out.kind != T_NONE && out.axis != here.axis) {
+            unknown_op(w, v, "its inputs carry time on different axes");
+            return;
+        }
         if (out.kind == T_NONE || here.pad_front || here.pad_back)
             out = here;
         out.scale = t.scale > out.scale ? t.scale : out.scale;
@@ -470,13 +474,18 @@ static void on_transpose(stream_walk *w, const node_view *v)
     const Onnx__AttributeProto *perm = node_attr(v->n, "perm");
     int64_t r = rank_of_value(v->s, node_input(v->n, 0));
     if (!perm || !perm->n_ints) {
-        if (r < 0)
-            return unknown_op(w, v, "the rank of its input is not known");
-        return set_outputs(w, v, moved(t, (int)(r - 1 - t.axis)));
+        if (r < 0) {
+            unknown_op(w, v, "the rank of its input is not known");
+            return;
+        }
+        set_outputs(w, v, moved(t, (int)(r - 1 - t.axis)));
+        return;
     }
     for (size_t i = 0; i < perm->n_ints; i++)
-        if (perm->ints[i] == t.axis)
-            return set_outputs(w, v, moved(t, (int)i));
+        if (perm->ints[i] == t.axis) {
+            set_outputs(w, v, moved(t, (int)i));
+            return;
+        }
     unknown_op(w, v, "its perm does not name the time axis");
 }
 
@@ -493,8 +502,10 @@ static void on_squeeze(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
-    if (r < 0 || !axes_of(v, r, &axes, &n))
-        return unknown_op(w, v, "its axes or the rank of its input are not known");
+    if (r < 0 || !axes_of(v, r, &axes, &n)) {
+        unknown_op(w, v, "its axes or the rank of its input are not known");
+        return;
+    }
     int before = 0;
     bool hit = false;
     for (size_t i = 0; i < n; i++) {
@@ -504,7 +515,8 @@ static void on_squeeze(stream_walk *w, const node_view *v)
     free(axes);
     if (hit) {
         block(w, v->s, v->n, false, "removes the time axis");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     set_outputs(w, v, moved(v->in0, v->in0.axis - before));
 }
@@ -513,8 +525,10 @@ static void on_unsqueeze(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
-    if (r < 0 || !node_ints(v->s, v->n, "axes", 1, &axes, &n))
-        return unknown_op(w, v, "its axes or the rank of its input are not known");
+    if (r < 0 || !node_ints(v->s, v->n, "axes", 1, &axes, &n)) {
+        unknown_op(w, v, "its axes or the rank of its input are not known");
+        return;
+    }
     int64_t out_rank = r + (int64_t)n, axis = 0, in_axis = 0;
     for (; axis < out_rank; axis++) {
         bool inserted = false;
@@ -581,8 +595,10 @@ static void on_reshape(stream_walk *w, const node_view *v)
 {
     const char *x = node_input(v->n, 0);
     shape_expr out;
-    if (!shape_of(w, v->s, node_input(v->n, 1), &out, 0))
-        return unknown_op(w, v, "its target shape is computed in a way the analysis cannot follow");
+    if (!shape_of(w, v->s, node_input(v->n, 1), &out, 0)) {
+        unknown_op(w, v, "its target shape is computed in a way the analysis cannot follow");
+        return;
+    }
     int64_t r = rank_of_value(v->s, x);
     int minus_one = -1;
     mono others = mono_int(1);
@@ -598,8 +614,10 @@ static void on_reshape(stream_walk *w, const node_view *v)
     if (minus_one >= 0)
         out.v[minus_one] = mono_div(product_of_dims(w, v->s, x, r), others);
     time_state t = locate_time(&v->in0, before_time(w, v->s, x, &v->in0), &out, v->n);
-    if (t.kind == T_UNKNOWN)
-        return unknown_op(w, v, "the time axis cannot be followed through this Reshape");
+    if (t.kind == T_UNKNOWN) {
+        unknown_op(w, v, "the time axis cannot be followed through this Reshape");
+        return;
+    }
     set_outputs(w, v, t);
 }
 
@@ -608,8 +626,10 @@ static void on_flatten(stream_walk *w, const node_view *v)
     const char *x = node_input(v->n, 0);
     int64_t r = rank_of_value(v->s, x), k = node_attr_int(v->n, "axis", 1);
     k = k < 0 ? k + r : k;
-    if (r < 0)
-        return unknown_op(w, v, "the rank of its input is not known");
+    if (r < 0) {
+        unknown_op(w, v, "the rank of its input is not known");
+        return;
+    }
     shape_expr out = { .n = 2, .v = { mono_int(1), mono_int(1) } };
     for (int64_t i = 0; i < r; i++)
         out.v[i < k ? 0 : 1] = mono_mul(out.v[i < k ? 0 : 1],
@@ -617,8 +637,10 @@ static void on_flatten(stream_walk *w, const node_view *v)
                                             ? mono_sym(SYM_TIME)
                                             : dim_mono(w, v->s, x, i));
     time_state t = locate_time(&v->in0, before_time(w, v->s, x, &v->in0), &out, v->n);
-    if (t.kind == T_UNKNOWN)
-        return unknown_op(w, v, "the time axis cannot be followed through this Flatten");
+    if (t.kind == T_UNKNOWN) {
+        unknown_op(w, v, "the time axis cannot be followed through this Flatten");
+        return;
+    }
     set_outputs(w, v, t);
 }
 
@@ -634,22 +656,29 @@ static void on_concat(stream_walk *w, const node_view *v)
     }
     int64_t r = rank_of_value(v->s, first), c = node_attr_int(v->n, "axis", 0);
     c = c < 0 && r >= 0 ? c + r : c;
-    if (c != t.axis || t.kind != T_AXIS)
-        return set_outputs(w, v, t);
+    if (c != t.axis || t.kind != T_AXIS) {
+        set_outputs(w, v, t);
+        return;
+    }
     int64_t cached = 0;
     for (size_t i = 0; i < v->n->n_input; i++) {
         const char *in = node_input(v->n, i);
         time_state o = get_state(w, v->s, in);
-        if (o.kind != T_NONE && in != first)
-            return unknown_op(w, v, "joins several sequences along time");
+        if (o.kind != T_NONE && in != first) {
+            unknown_op(w, v, "joins several sequences along time");
+            return;
+        }
         dim_info d = { 0 };
         if (o.kind == T_NONE && (!infer_dim(v->s, in, c, &d) || !d.known || d.param)) {
             dim_info_clear(&d);
-            return unknown_op(w, v, "puts frames of unknown length before the time axis");
+            unknown_op(w, v, "puts frames of unknown length before the time axis");
+            return;
         }
         cached += o.kind == T_NONE ? d.value : 0;
-        if (o.kind == T_NONE && in == node_input(v->n, v->n->n_input - 1))
-            return unknown_op(w, v, "appends frames after the time axis");
+        if (o.kind == T_NONE && in == node_input(v->n, v->n->n_input - 1)) {
+            unknown_op(w, v, "appends frames after the time axis");
+            return;
+        }
     }
     t.pad_front += cached;
     t.front_cached = true;
@@ -662,7 +691,8 @@ static void on_split(stream_walk *w, const node_view *v)
     c = c < 0 && r >= 0 ? c + r : c;
     if (c == v->in0.axis) {
         block(w, v->s, v->n, false, "splits the sequence along time");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     set_outputs(w, v, v->in0);
 }
@@ -721,10 +751,13 @@ static void on_gather(stream_walk *w, const node_view *v)
     g = g < 0 && r >= 0 ? g + r : g;
     if (g == v->in0.axis) {
         block(w, v->s, v->n, false, "picks frames out of the sequence (Gather along time)");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
-    if (v->in0.axis > g && q < 0)
-        return unknown_op(w, v, "the rank of its indices is not known");
+    if (v->in0.axis > g && q < 0) {
+        unknown_op(w, v, "the rank of its indices is not known");
+        return;
+    }
     set_outputs(w, v, moved(v->in0, (int)(v->in0.axis < g ? v->in0.axis : v->in0.axis - 1 + q)));
 }
 
@@ -735,8 +768,10 @@ static void on_expand(stream_walk *w, const node_view *v)
     shape_expr sh;
     if (out_rank < 0 && shape_of(w, v->s, node_input(v->n, 1), &sh, 0))
         out_rank = (int64_t)sh.n;
-    if (r < 0 || out_rank < 0)
-        return unknown_op(w, v, "the rank of its output is not known");
+    if (r < 0 || out_rank < 0) {
+        unknown_op(w, v, "the rank of its output is not known");
+        return;
+    }
     out_rank = out_rank > r ? out_rank : r;
     set_outputs(w, v, moved(v->in0, (int)(v->in0.axis + out_rank - r)));
 }
@@ -746,8 +781,10 @@ static void on_pad(stream_walk *w, const node_view *v)
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *pads = NULL, *axes = NULL;
     size_t n = 0, na = 0;
     if (r < 0 || !(node_ints(v->s, v->n, "pads", 1, &pads, &n) ||
-                   fold_int64s(v->s, node_input(v->n, 1), &pads, &n)))
-        return unknown_op(w, v, "its pads are not constant");
+                   fold_int64s(v->s, node_input(v->n, 1), &pads, &n))) {
+        unknown_op(w, v, "its pads are not constant");
+        return;
+    }
     bool with_axes = v->n->n_input > 3 && *node_input(v->n, 3) &&
                      node_ints(v->s, v->n, "", 3, &axes, &na);
     size_t m = with_axes ? na : (size_t)r;
@@ -768,18 +805,21 @@ static void on_pad(stream_walk *w, const node_view *v)
     if ((front || back) && strcmp(mode, "constant")) {
         block(w, v->s, v->n, false, "pads along time with %s values (%lld before, %lld after)",
               mode, (long long)front, (long long)back);
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     const Onnx__TensorProto *fill =
         v->n->n_input > 2 ? scope_tensor_data(v->s, constant_tensor(v->s, node_input(v->n, 2)))
                           : NULL;
     if ((front || back) && fill && !tensor_is_zero(fill)) {
         block(w, v->s, v->n, false, "pads along time with a value other than zero");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (front < 0 || back < 0) {
         block(w, v->s, v->n, false, "crops frames along time");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     t.pad_front += front;
     t.pad_back += back;
@@ -922,31 +962,36 @@ static void classify_window(stream_walk *w, const node_view *v, const time_state
         block(w, v->s, v->n, false, "looks %lld frame%s ahead: pads %lld,%lld along time "
               "(kernel %lld, dilation %lld)", (long long)ahead, ahead == 1 ? "" : "s",
               (long long)begin, (long long)end, (long long)win.kernel, (long long)win.dilation);
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (end > 0) {
         block(w, v->s, v->n, false, "adds %lld frame%s after the sequence: pads %lld,%lld along "
               "time", (long long)end, end == 1 ? "" : "s", (long long)begin, (long long)end);
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (begin > span) {
         block(w, v->s, v->n, false, "delays the sequence: pads %lld frames before a kernel "
               "that spans %lld", (long long)begin, (long long)(span + 1));
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (win.stride > 1)
         need_multiple(w, t->scale * win.stride);
     const char *refused = t->pad_front ? NULL : zero_cache_refused(v, &win);
     if (refused) {
         block(w, v->s, v->n, false, "%s", refused);
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (span && !t->front_cached) {
         if (v->s->parent || (t->pad_front && win.begin)) {
             block(w, v->s, v->n, false, "needs %lld frame(s) of the previous call, %s",
                   (long long)span, v->s->parent ? "inside a subgraph (not cached)"
                                                 : "padded twice (not cached)");
-            return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+            set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+            return;
         }
         record_need(w, v, t, span);
     }
@@ -957,26 +1002,38 @@ static void on_conv(stream_walk *w, const node_view *v)
 {
     time_state t = v->in0;
     int64_t r = rank_of_value(v->s, node_input(v->n, 0));
-    if (t.axis == 0)
-        return set_outputs(w, v, t); /* time in the batch: frame by frame */
-    if (r < 3)
-        return unknown_op(w, v, "the rank of its input is not known");
+    if (t.axis == 0) {
+        set_outputs(w, v, t); /* time in the batch: frame by frame */
+        return;
+    }
+    if (r < 3) {
+        unknown_op(w, v, "the rank of its input is not known");
+        return;
+    }
     if (t.kind == T_MERGED || t.axis == 1) {
         block(w, v->s, v->n, false, "mixes %s", t.axis == 1 ? "all frames (time is its channel axis)"
                                                          : "time merged with another axis");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     window win;
     int spatial = (int)r - 2, i = t.axis - 2;
-    if (!window_along(v, i, spatial, &win))
-        return unknown_op(w, v, "its kernel size along time is not known");
-    if (!resolve_auto_pad(v, &win))
-        return unknown_op(w, v, "auto_pad with a stride along time is not analysed");
+    if (!window_along(v, i, spatial, &win)) {
+        unknown_op(w, v, "its kernel size along time is not known");
+        return;
+    }
+    if (!resolve_auto_pad(v, &win)) {
+        unknown_op(w, v, "auto_pad with a stride along time is not analysed");
+        return;
+    }
     if (node_op_is(v->n, "ConvTranspose")) {
         if (win.kernel == 1 && win.stride == 1 && !win.begin && !win.end && !t.pad_front &&
-            !t.pad_back)
-            return set_outputs(w, v, t);
-        return unknown_op(w, v, "a transposed convolution along time is not analysed");
+            !t.pad_back) {
+            set_outputs(w, v, t);
+            return;
+        }
+        unknown_op(w, v, "a transposed convolution along time is not analysed");
+        return;
     }
     if (win.end && win.stride == 1 && !t.pad_back) {
         const Onnx__NodeProto *chomp = chomp_after(v, t.axis, win.end);
@@ -985,15 +1042,19 @@ static void on_conv(stream_walk *w, const node_view *v)
             win.end = 0;
         }
     }
-    if (node_attr_int(v->n, "ceil_mode", 0) && win.stride > 1)
-        return unknown_op(w, v, "ceil_mode with a stride along time is not analysed");
+    if (node_attr_int(v->n, "ceil_mode", 0) && win.stride > 1) {
+        unknown_op(w, v, "ceil_mode with a stride along time is not analysed");
+        return;
+    }
     classify_window(w, v, &t, win);
 }
 
 static void on_global_pool(stream_walk *w, const node_view *v)
 {
-    if (v->in0.axis <= 1)
-        return set_outputs(w, v, v->in0);
+    if (v->in0.axis <= 1) {
+        set_outputs(w, v, v->in0);
+        return;
+    }
     block(w, v->s, v->n, false, "pools over the whole time axis");
     set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
 }
@@ -1020,14 +1081,20 @@ static void on_matmul(stream_walk *w, const node_view *v)
     time_state ta = get_state(w, v->s, a), tb = get_state(w, v->s, b);
     int64_t ra = rank_of_value(v->s, a), rb = rank_of_value(v->s, b);
     bool gemm = node_op_is(v->n, "Gemm");
-    if (carries_time(&tb))
-        return whole_sequence(w, v, carries_time(&ta)
+    if (carries_time(&tb)) {
+        whole_sequence(w, v, carries_time(&ta)
                                         ? "multiplies frames with frames (attention across time)"
                                         : "multiplies across the time axis");
-    if (ra < 0 || (gemm && node_attr_int(v->n, "transA", 0)))
-        return unknown_op(w, v, "the rank of its first input is not known");
-    if (ta.axis == ra - 1)
-        return whole_sequence(w, v, "sums over the time axis (%s)", op_name(v->n));
+        return;
+    }
+    if (ra < 0 || (gemm && node_attr_int(v->n, "transA", 0))) {
+        unknown_op(w, v, "the rank of its first input is not known");
+        return;
+    }
+    if (ta.axis == ra - 1) {
+        whole_sequence(w, v, "sums over the time axis (%s)", op_name(v->n));
+        return;
+    }
     int64_t out_rank = gemm ? 2 : (ra > rb ? ra : rb);
     set_outputs(w, v, moved(ta, (int)(ta.axis + out_rank - ra)));
 }
@@ -1037,22 +1104,30 @@ static void on_axis_op(stream_walk *w, const node_view *v, int64_t fallback, con
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", fallback);
     a = a < 0 && r >= 0 ? a + r : a;
-    if (a < 0)
-        return unknown_op(w, v, "the rank of its input is not known");
-    if (a == v->in0.axis)
-        return whole_sequence(w, v, "%s over the time axis", what);
+    if (a < 0) {
+        unknown_op(w, v, "the rank of its input is not known");
+        return;
+    }
+    if (a == v->in0.axis) {
+        whole_sequence(w, v, "%s over the time axis", what);
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
 static void on_softmax(stream_walk *w, const node_view *v)
 {
-    if (w->opset >= 13)
-        return on_axis_op(w, v, -1, "normalises");
+    if (w->opset >= 13) {
+        on_axis_op(w, v, -1, "normalises");
+        return;
+    }
     /* before opset 13: over every axis from `axis` (default 1) on */
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", 1);
     a = a < 0 && r >= 0 ? a + r : a;
-    if (v->in0.axis >= a)
-        return whole_sequence(w, v, "normalises over the time axis");
+    if (v->in0.axis >= a) {
+        whole_sequence(w, v, "normalises over the time axis");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
@@ -1060,19 +1135,25 @@ static void on_layer_norm(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", -1);
     a = a < 0 && r >= 0 ? a + r : a;
-    if (a < 0)
-        return unknown_op(w, v, "the rank of its input is not known");
-    if (v->in0.axis >= a)
-        return whole_sequence(w, v, "normalises over axes that include time (axis %lld on)",
+    if (a < 0) {
+        unknown_op(w, v, "the rank of its input is not known");
+        return;
+    }
+    if (v->in0.axis >= a) {
+        whole_sequence(w, v, "normalises over axes that include time (axis %lld on)",
                               (long long)a);
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
 static void on_instance_norm(stream_walk *w, const node_view *v)
 {
     bool group = node_op_is(v->n, "GroupNormalization");
-    if (v->in0.axis >= (group ? 1 : 2))
-        return whole_sequence(w, v, "%s normalisation over time", group ? "group" : "instance");
+    if (v->in0.axis >= (group ? 1 : 2)) {
+        whole_sequence(w, v, "%s normalisation over time", group ? "group" : "instance");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
@@ -1081,8 +1162,10 @@ static void on_reduce(stream_walk *w, const node_view *v)
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
     bool all = !axes_of(v, r, &axes, &n) || n == 0;
-    if (all && node_attr_int(v->n, "noop_with_empty_axes", 0))
-        return set_outputs(w, v, v->in0);
+    if (all && node_attr_int(v->n, "noop_with_empty_axes", 0)) {
+        set_outputs(w, v, v->in0);
+        return;
+    }
     int before = 0;
     bool hit = all;
     for (size_t i = 0; i < n; i++) {
@@ -1094,7 +1177,8 @@ static void on_reduce(stream_walk *w, const node_view *v)
         char op[32];
         snprintf(op, sizeof op, "%s", op_name(v->n) + 6); /* "ReduceMean" -> "mean" */
         op[0] = (char)(op[0] >= 'A' && op[0] <= 'Z' ? op[0] - 'A' + 'a' : op[0]);
-        return whole_sequence(w, v, "%s over the time axis", *op ? op : "reduces");
+        whole_sequence(w, v, "%s over the time axis", *op ? op : "reduces");
+        return;
     }
     set_outputs(w, v, moved(v->in0, node_attr_int(v->n, "keepdims", 1) ? v->in0.axis
                                                                        : v->in0.axis - before));
@@ -1104,12 +1188,16 @@ static void on_cumsum(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *a = NULL;
     size_t n = 0;
-    if (!const_ints(v->s, node_input(v->n, 1), &a, &n) || n != 1)
-        return unknown_op(w, v, "its axis is not constant");
+    if (!const_ints(v->s, node_input(v->n, 1), &a, &n) || n != 1) {
+        unknown_op(w, v, "its axis is not constant");
+        return;
+    }
     int64_t axis = a[0] < 0 ? a[0] + r : a[0];
     free(a);
-    if (axis == v->in0.axis)
-        return whole_sequence(w, v, "running sums across time (CumSum) are not carried");
+    if (axis == v->in0.axis) {
+        whole_sequence(w, v, "running sums across time (CumSum) are not carried");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
@@ -1123,8 +1211,10 @@ static void on_resize(stream_walk *w, const node_view *v)
         scale = t->float_data[v->in0.axis];
     else if (t && t->has_raw_data && t->raw_data.len >= 4 * ((size_t)v->in0.axis + 1))
         memcpy(&scale, t->raw_data.data + 4 * v->in0.axis, sizeof scale);
-    if (scale == 1.0f)
-        return set_outputs(w, v, v->in0);
+    if (scale == 1.0f) {
+        set_outputs(w, v, v->in0);
+        return;
+    }
     whole_sequence(w, v, "resamples along time");
 }
 
@@ -1138,10 +1228,12 @@ static void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op 
     char buf[32];
     const char *dir = node_attr_string(v->n, "direction", buf, sizeof buf);
     if (t.axis == seq && t.kind == T_AXIS) {
-        if (dir && strcmp(dir, "forward"))
-            return whole_sequence(w, v, "%s %s: its backward direction reads the sequence from "
+        if (dir && strcmp(dir, "forward")) {
+            whole_sequence(w, v, "%s %s: its backward direction reads the sequence from "
                                         "its end",
                                   strcmp(dir, "reverse") ? "bidirectional" : "reverse", op->name);
+            return;
+        }
         w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_ALONG_TIME);
         y.axis = batch_first ? 1 : 0;
         set_state(w, v->s, node_output(v->n, 0), y);
@@ -1149,8 +1241,10 @@ static void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op 
             set_state(w, v->s, node_output(v->n, i), (time_state){ .kind = T_NONE });
         return;
     }
-    if (t.axis != batch)
-        return whole_sequence(w, v, "mixes time into its features");
+    if (t.axis != batch) {
+        whole_sequence(w, v, "mixes time into its features");
+        return;
+    }
     w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_PER_FRAME);
     y.axis = batch_first ? 0 : 2; /* Y is [T, D, B, H] or [B, T, D, H] */
     h.axis = batch_first ? 0 : 1; /* Y_h is [D, B, H] or [B, D, H] */
@@ -1177,8 +1271,10 @@ static void on_tile(stream_walk *w, const node_view *v)
     bool once = const_ints(v->s, node_input(v->n, 1), &rep, &n) && (size_t)v->in0.axis < n &&
                 rep[v->in0.axis] == 1;
     free(rep);
-    if (!once)
-        return whole_sequence(w, v, "repeats the sequence along time");
+    if (!once) {
+        whole_sequence(w, v, "repeats the sequence along time");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 static void on_range(stream_walk *w, const node_view *v)
@@ -1191,8 +1287,10 @@ static void on_mvn(stream_walk *w, const node_view *v)
 }
 static void on_lrn(stream_walk *w, const node_view *v)
 {
-    if (v->in0.axis == 1)
-        return whole_sequence(w, v, "normalises across neighbouring frames");
+    if (v->in0.axis == 1) {
+        whole_sequence(w, v, "normalises across neighbouring frames");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
@@ -1319,31 +1417,40 @@ static void visit_node(stream_walk *w, const scope *s, const Onnx__NodeProto *n)
     if (has_subgraph(n)) {
         subgraph_probe probe = { w, s, false };
         for_each_subgraph(n, probe_subgraph, &probe);
-        if (probe.time || v.time_inputs)
-            return unknown_op(w, &v, "a subgraph op on time-carrying values is not analysed");
+        if (probe.time || v.time_inputs) {
+            unknown_op(w, &v, "a subgraph op on time-carrying values is not analysed");
+            return;
+        }
         return;
     }
     if (!v.time_inputs)
         return; /* nothing here varies along time */
-    if (unknown_input)
-        return set_outputs(w, &v, (time_state){ .kind = T_UNKNOWN });
+    if (unknown_input) {
+        set_outputs(w, &v, (time_state){ .kind = T_UNKNOWN });
+        return;
+    }
     const recurrent_op *op = recurrent_op_of(n);
-    if (op)
-        return on_recurrent(w, &v, op);
+    if (op) {
+        on_recurrent(w, &v, op);
+        return;
+    }
     node_handler h = handler_of(n);
     if (!h) {
         char why[160];
         snprintf(why, sizeof why, "the analysis does not know how %.64s treats the time axis",
                  op_name(n));
-        return unknown_op(w, &v, why);
+        unknown_op(w, &v, why);
+        return;
     }
     /* a Slice may keep the last frames of a cache Concat (the model's own cache) */
-    bool window = h == on_conv || h == on_pad || h == on_slice;
-    if (!window && refuse_padded(w, &v, &v.in0))
+    bool windowed = h == on_conv || h == on_pad || h == on_slice;
+    if (!windowed && refuse_padded(w, &v, &v.in0))
         return;
     bool first_is_time = carries_time(&(time_state){ .kind = get_state(w, s, node_input(n, 0)).kind });
-    if (!first_is_time && h != on_elementwise && h != on_matmul && h != on_concat)
-        return unknown_op(w, &v, "time reaches it through an input other than its first");
+    if (!first_is_time && h != on_elementwise && h != on_matmul && h != on_concat) {
+        unknown_op(w, &v, "time reaches it through an input other than its first");
+        return;
+    }
     h(w, &v);
 }
 
