@@ -2,9 +2,10 @@
 # Every registered test carries exactly one kind label (tests/labels.cmake:
 # unit, cli, e2e, memcheck, slow), so that `ctest -L unit` is the fast run
 # and `ctest -LE slow` (the README's test command) leaves out only the slow
-# suites. Run by ctest: labels.sh CTEST BUILD_DIR
+# suites, which tests/ci_extra.sh runs. Run by ctest:
+#   labels.sh CTEST BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../cli/lib.sh"
-ctest=$1 build=$2
+ctest=$1 build=$2 src=$3
 
 # One line per test, "NAME LABEL...", from `ctest -N -V`, which prints a
 # test's "Labels: ..." line before its "Test #N: NAME" line.
@@ -44,4 +45,14 @@ for t in bad_input.corruption bad_input.scaling verify.fuzz_reader; do
   fi
 done
 [ -n "$slow" ] && pass "label slow: $(echo $slow)"
+
+# the README's test command (what .ci/run runs) leaves them out, and
+# tests/ci_extra.sh runs them
+readme_cmd=$(awk '/<!-- test-command -->/ { getline; getline; print; exit }' "$src/README.md")
+case $readme_cmd in
+  *"ctest "*"-LE slow"*) pass "the README's test command runs ctest -LE slow" ;;
+  *) fail "the README's test command leaves out label slow" "${readme_cmd##*&& }" ;;
+esac
+if grep -q "ctest .*-L '^slow\$'" "$src/tests/ci_extra.sh"; then pass "tests/ci_extra.sh runs ctest -L '^slow\$'"; else
+  fail "tests/ci_extra.sh runs the slow tests" "no ctest -L '^slow\$' in it"; fi
 finish
