@@ -30,9 +30,9 @@ with_label() { awk -v l="$1" '{ for (i = 2; i <= NF; i++) if ($i == l) print $1 
 
 # the fast run is the unit tests and these checks: no e2e, bad input or valgrind
 unit=$(with_label unit)
-odd=$(echo "$unit" | grep -vE '^(unit|meta)\.' ; echo "$unit" | grep -E '\.memcheck$')
+odd=$(echo "$unit" | grep -vE '^(unit|meta|docs)\.' ; echo "$unit" | grep -E '\.memcheck$')
 if [ -n "$unit" ] && [ -z "$odd" ]; then
-  pass "label unit: $(echo "$unit" | grep -c .) tests, unit.* and meta.* only, none under valgrind"
+  pass "label unit: $(echo "$unit" | grep -c .) tests, unit.*, meta.* and docs.* only, none under valgrind"
 else
   fail "label unit" "also: $(echo $odd)"
 fi
