@@ -215,31 +215,40 @@ static void visit_node(stream_walk *w, const scope *s, const Onnx__NodeProto *n)
     if (has_subgraph(n)) {
         subgraph_probe probe = { w, s, false };
         for_each_subgraph(n, probe_subgraph, &probe);
-        if (probe.time || v.time_inputs)
-            return unknown_op(w, &v, "a subgraph op on time-carrying values is not analysed");
+        if (probe.time || v.time_inputs) {
+            unknown_op(w, &v, "a subgraph op on time-carrying values is not analysed");
+            return;
+        }
         return;
     }
     if (!v.time_inputs)
         return; /* nothing here varies along time */
-    if (unknown_input)
-        return set_outputs(w, &v, (time_state){ .kind = T_UNKNOWN });
+    if (unknown_input) {
+        set_outputs(w, &v, (time_state){ .kind = T_UNKNOWN });
+        return;
+    }
     const recurrent_op *op = recurrent_op_of(n);
-    if (op)
-        return on_recurrent(w, &v, op);
+    if (op) {
+        on_recurrent(w, &v, op);
+        return;
+    }
     node_handler h = handler_of(n);
     if (!h) {
         char why[160];
         snprintf(why, sizeof why, "the analysis does not know how %.64s treats the time axis",
                  op_name(n));
-        return unknown_op(w, &v, why);
+        unknown_op(w, &v, why);
+        return;
     }
     /* a Slice may keep the last frames of a cache Concat (the model's own cache) */
     bool window = h == on_conv || h == on_pad || h == on_slice;
     if (!window && refuse_padded(w, &v, &v.in0))
         return;
     bool first_is_time = carries_time(&(time_state){ .kind = get_state(w, s, node_input(n, 0)).kind });
-    if (!first_is_time && h != on_elementwise && h != on_matmul && h != on_concat)
-        return unknown_op(w, &v, "time reaches it through an input other than its first");
+    if (!first_is_time && h != on_elementwise && h != on_matmul && h != on_concat) {
+        unknown_op(w, &v, "time reaches it through an input other than its first");
+        return;
+    }
     h(w, &v);
 }
 
