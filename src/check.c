@@ -243,23 +243,23 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
     return st;
 }
 
-/* An If must hold each branch once (scope.h: the passes rely on it), and
- * its branches must agree on their outputs, which become the If's (a
- * rewrite would otherwise add an output to one branch only, and again on
- * every run). A second branch of one kind would leave which one runs
- * anyone's guess, and a final state threaded out of it would leave the
- * other without. */
+/* An If may not hold a branch twice (which one runs would be anyone's
+ * guess, and a final state threaded out of one would leave the other
+ * without), and its branches must agree on their outputs, which become the
+ * If's (a rewrite would otherwise add an output to one branch only, and
+ * again on every run). An If that lacks a branch passes: the recurrent
+ * nodes inside it are skipped (scope.h), the rest of the model rewritten. */
 static rnnstate_status check_if_branches(const Onnx__NodeProto *node, const char *label,
                                          rnnstate_error *err)
 {
     const char *name;
     bool repeated;
-    if (if_branch_fault(node, &name, &repeated))
-        return set_error(err, RNNSTATE_ERR_INVALID, "%s: invalid model: If '%s' %s %s", label,
-                         str_or_empty(node->name), repeated ? "has more than one" : "has no",
-                         name);
+    if (if_branch_fault(node, &name, &repeated) && repeated)
+        return set_error(err, RNNSTATE_ERR_INVALID,
+                         "%s: invalid model: If '%s' has more than one %s", label,
+                         str_or_empty(node->name), name);
     const Onnx__GraphProto *then_branch = if_branch(node, 0), *else_branch = if_branch(node, 1);
-    if (then_branch->n_output != else_branch->n_output)
+    if (then_branch && else_branch && then_branch->n_output != else_branch->n_output)
         return set_error(err, RNNSTATE_ERR_INVALID,
                          "%s: invalid model: the branches of If '%s' have %zu and %zu outputs",
                          label, str_or_empty(node->name), then_branch->n_output,

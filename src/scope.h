@@ -86,9 +86,11 @@ scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph);
 /* If branches, one policy for every module. An If is a node of ONNX's
  * default domain with op_type "If"; its branches are the graphs of its
  * attributes "then_branch" (which = 0) and "else_branch" (which = 1). The
- * rewrite refuses a model with an If that lacks a branch graph or has either
- * attribute twice (if_branch_fault(), checked by validate_graph_names()
- * before any pass runs), so the passes always find both. */
+ * rewrite refuses a model with an If that has either attribute twice
+ * (if_branch_fault(), checked by validate_graph_names() before any pass
+ * runs). An If that lacks a branch graph is invalid too but not refused:
+ * the queries below answer NULL for it, and the state pass skips the
+ * recurrent nodes inside it (their final state cannot be threaded out). */
 extern const char *const if_branch_attr[2];
 
 /* True for ONNX's If. */

@@ -49,7 +49,7 @@ rnnstate_status thread_out(rewrite_ctx *ctx, scope *sc, char *value, const char 
     while (st == RNNSTATE_OK && sc->parent) {
         Onnx__NodeProto *if_node = sc->parent->graph->node[sc->parent_node];
         scope *other = scope_if_sibling(&ctx->scopes, sc);
-        if (!other) { /* refused or skipped before: kept as a guard */
+        if (!other) { /* planning skips such nodes: kept as a guard */
             free(value);
             return set_error(ctx->err, RNNSTATE_ERR_INVALID,
                              "%s: If node '%s' lacks a then_branch or else_branch", ctx->label,

@@ -186,9 +186,8 @@ static const char *check_source(const recurrent_shape *rs, const state_source *s
 }
 
 /* Analyses one node; returns a skip reason, NULL, or "" when out of memory. */
-/* True when every enclosing graph is a branch of an If, so that a final
- * state can be threaded out of them (the rewrite refuses an If that lacks a
- * branch: scope.h). */
+/* True when every enclosing graph is a branch of an If that has both, so
+ * that a final state can be threaded out of them. */
 static bool branches_complete(const scope_tree *tree, const scope *sc)
 {
     for (; sc->parent; sc = sc->parent)
@@ -228,8 +227,7 @@ static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan 
         return "inside a Loop or Scan body: it runs once per iteration, so carrying its state "
                "across calls is ambiguous";
     if (!branches_complete(&ctx->scopes, p->rs.sc))
-        return "inside a subgraph of a node other than If, Loop or Scan: its final state "
-               "cannot be threaded out";
+        return "inside an If node that lacks a then_branch or else_branch (an invalid model)";
     const char *skip = describe_node(types, p, reason, size);
     if (!skip && !record_fixed_sequence_length(ctx, p))
         skip = "";
