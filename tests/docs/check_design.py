@@ -16,7 +16,9 @@ says where they are):
   - the layering rule: a file includes ("...") only files of its own layer
     or of a layer below. An include that resolves to no file of src/ (the
     public include/rnnstate.h, the generated onnx.pb-c.h and
-    rnnstate_version.h) is allowed everywhere.
+    rnnstate_version.h) is allowed everywhere;
+  - a header with a .c beside it declares only functions that .c defines
+    (no header speaks for another file).
 Failures are printed one per line, naming the file; the exit status is 1
 when there is any (2 for a design.md it cannot read)."""
 
@@ -85,6 +87,37 @@ def resolve(root, including, name, files):
     return base[0] if len(base) == 1 else None
 
 
+def declared_functions(header_text):
+    """Names of the functions a header declares (not defines inline)."""
+    text = re.sub(r"/\*.*?\*/", " ", header_text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r"^\s*#.*?(?<!\\)$", " ", text, flags=re.M | re.S)
+    # drop brace blocks (struct bodies, inline functions, initializers)
+    out, depth = [], 0
+    for ch in text:
+        if ch == "{":
+            depth += 1
+            if depth == 1:
+                out.append(";")
+        elif ch == "}":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    names = []
+    for stmt in "".join(out).split(";"):
+        stmt = " ".join(stmt.split())
+        if "(" not in stmt or stmt.startswith(("typedef", "extern \"C\"")) or "(*" in stmt:
+            continue
+        m = re.match(r"^(?:[A-Za-z_]\w*[\s\*]+)+\**([A-Za-z_]\w*)\s*\(", stmt)
+        if m and not stmt.startswith(("static inline", "_Static_assert")):
+            names.append(m.group(1))
+    return names
+
+
+def defines(c_text, name):
+    return re.search(r"^[A-Za-z_][^;\n]*\b" + re.escape(name) + r"\s*\(", c_text, re.M) is not None
+
+
 def check(root):
     design = os.path.join(root, "docs", "design.md")
     try:
@@ -121,6 +154,17 @@ def check(root):
             if rank[entries[tmod]] > rank[entries[mod]]:
                 problems.append(f"{path}: includes \"{name}\" ({target}, layer "
                                 f"{entries[tmod]}) from layer {entries[mod]}, below it")
+    for path in files:
+        c = path[:-2] + ".c"
+        if not path.endswith(".h") or c not in fileset:
+            continue
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            header = f.read()
+        with open(os.path.join(root, c), encoding="utf-8", errors="replace") as f:
+            source = f.read()
+        for name in declared_functions(header):
+            if not defines(source, name):
+                problems.append(f"{path}: declares {name}(), which {c} does not define")
     for p in problems:
         print(p)
     if not problems:
@@ -169,7 +213,15 @@ def self_test(root):
         os.remove(os.path.join(d, mapped[0]))
         return mapped[0]
 
+    paired = sorted(p[:-2] + ".h" for p in mapped if os.path.exists(os.path.join(root, p[:-2] + ".h")))
+
+    def foreign(d):
+        with open(os.path.join(d, paired[0]), "a") as f:
+            f.write("int defined_in_another_file(const char *s);\n")
+        return paired[0]
+
     cases = [("the tree as it is", None), ("a file of src/ the map does not name", unmapped),
+             (f"{paired[0]} declaring a function its .c does not define", foreign),
              (f"{lowest} including {upper}", upward),
              ("a file the map names, removed", missing)]
     for why, breakage in cases:
