@@ -214,7 +214,7 @@ rnnstate_status pass_cleanup(rewrite_ctx *ctx)
             st = clean_scope(ctx, sc, groups.seeds + groups.first[i],
                              groups.first[i + 1] - groups.first[i], &nodes, &inits);
         if (st == RNNSTATE_OK && nodes + inits > before)
-            scope_mark_changed(sc);
+            scope_mark_changed(&ctx->scopes, sc);
     }
     free(groups.first);
     free(groups.seeds);

@@ -144,16 +144,12 @@ bool scope_tree_reindex(scope_tree *tree)
 
 bool scope_tree_refresh(scope_tree *tree)
 {
-    if (tree->stale)
-        return scope_tree_reindex(tree);
-    for (size_t i = 0; i < tree->n; i++)
-        if (!scope_refresh(tree->scopes[i]))
-            return false;
-    return true;
+    return !tree->stale || scope_tree_reindex(tree);
 }
 
-void scope_mark_changed(scope *sc)
+void scope_mark_changed(scope_tree *tree, scope *sc)
 {
+    tree->stale = true;
     for (; sc && !sc->stale; sc = sc->parent)
         sc->stale = true;
 }

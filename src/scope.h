@@ -56,10 +56,10 @@ typedef struct scope_tree {
     size_t n;
     ptrmap by_graph; /* graph -> position in scopes, for scope_of_graph() */
     /* A pass changed the graphs since the indices were built: whoever reads
-     * an index next calls scope_tree_refresh() first. Rebuilding lazily
-     * spares a large graph an index nobody reads (see passes.h). This flag
-     * makes every index stale; scope_mark_changed() marks only the scopes
-     * whose index a change touches (scope->stale). */
+     * an index next calls scope_tree_refresh() first, which rebuilds them
+     * all (an index's memos may have read any graph). Rebuilding lazily
+     * spares a large graph an index nobody reads (see passes.h). Set by a
+     * pass, or by scope_mark_changed(); a scope marked stale implies it. */
     bool stale;
 } scope_tree;
 
@@ -67,17 +67,18 @@ bool scope_tree_build(scope_tree *tree, struct rnnstate_model *model);
 void scope_tree_free(scope_tree *tree);
 /* Rebuilds every scope's index (after the graphs changed). */
 bool scope_tree_reindex(scope_tree *tree);
-/* Rebuilds every index when the tree is stale, else those of the scopes
- * marked stale; false when out of memory. */
+/* Rebuilds every index when the tree is stale; false when out of memory. */
 bool scope_tree_refresh(scope_tree *tree);
 
-/* Staleness, kept here only. The graph of `sc` changed: its index, and those
- * of the scopes around it (their read_by_subgraph marks follow what it
- * reads), are marked stale, the walk stopping at a scope already marked
- * (the ones around it are then marked too). */
-void scope_mark_changed(scope *sc);
-/* Rebuilds the index of `sc` if it is marked stale (not the whole tree's
- * flag); false when out of memory. */
+/* Staleness, kept here only. The graph of `sc` changed: the tree is stale,
+ * and the index of `sc` and those of the scopes around it (their
+ * read_by_subgraph marks follow what it reads) are marked stale, the walk
+ * stopping at a scope already marked (the ones around it are then marked
+ * too), so that a pass still walking the tree can rebuild just the ones it
+ * reads next with scope_refresh() (pass_cleanup, inner graphs first). */
+void scope_mark_changed(scope_tree *tree, scope *sc);
+/* Rebuilds the index of `sc` if it is marked stale; false when out of
+ * memory. The tree stays stale. */
 bool scope_refresh(scope *sc);
 
 /* The scope holding a subgraph, or NULL. O(1). */

@@ -175,23 +175,23 @@ static void test_if_branch_fault(void **state)
 }
 
 /* Staleness lives in the tree: a changed graph marks its scope and the
- * ones around it, and a refresh rebuilds those. */
+ * ones around it, and the tree; a scope is rebuilt alone on request, the
+ * whole tree at the next refresh. */
 static void test_staleness_marks_enclosing_scopes(void **state)
 {
     fixture *f = *state;
     scope *main = f->tree.scopes[0], *then = f->tree.scopes[1], *body = f->tree.scopes[2],
           *other = f->tree.scopes[3];
-    scope_mark_changed(body);
-    assert_true(body->stale && then->stale && main->stale);
+    scope_mark_changed(&f->tree, body);
+    assert_true(body->stale && then->stale && main->stale && f->tree.stale);
     assert_false(other->stale);
-    assert_false(f->tree.stale);
     assert_true(scope_refresh(body));
     assert_false(body->stale);
-    assert_true(then->stale);
+    assert_true(then->stale && f->tree.stale);
     assert_true(scope_tree_refresh(&f->tree));
-    assert_false(then->stale || main->stale);
-    f->tree.stale = true;
-    scope_mark_changed(other);
+    assert_false(f->tree.stale || then->stale || main->stale);
+    scope_mark_changed(&f->tree, other);
+    assert_true(other->stale && main->stale && !then->stale);
     assert_true(scope_tree_refresh(&f->tree));
     assert_false(f->tree.stale || other->stale || main->stale);
 }
