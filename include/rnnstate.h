@@ -449,8 +449,11 @@ typedef struct rnnstate_report {
  * usable (see rnnstate_name_template_valid()) or `options` was not
  * initialised: the model is untouched; RNNSTATE_ERR_INVALID when the graph's
  * names clash (a value produced twice, duplicate inputs, outputs or
- * initializers), found before anything is changed, or an If node lacks a
- * branch; RNNSTATE_ERR_IO when a weight left in the source file (see
+ * initializers), or an If node has a then_branch or else_branch twice or
+ * branches with different numbers of outputs, all found before anything is
+ * changed (a recurrent node inside an If that lacks a branch is not an
+ * error: it is skipped, with the reason in its report entry);
+ * RNNSTATE_ERR_IO when a weight left in the source file (see
  * rnnstate_limits) cannot be read; RNNSTATE_ERR_NOMEM. After a failure other
  * than RNNSTATE_ERR_ARGUMENT the model may be partly rewritten: free it
  * rather than save it. */

@@ -243,29 +243,22 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
     return st;
 }
 
-/* The subgraphs of an If must agree on their outputs, which become the If's
- * (a rewrite would otherwise add an output to one branch only, and again on
- * every run). */
+/* An If may not hold a branch twice (which one runs would be anyone's
+ * guess, and a final state threaded out of one would leave the other
+ * without), and its branches must agree on their outputs, which become the
+ * If's (a rewrite would otherwise add an output to one branch only, and
+ * again on every run). An If that lacks a branch passes: the recurrent
+ * nodes inside it are skipped (scope.h), the rest of the model rewritten. */
 static rnnstate_status check_if_branches(const Onnx__NodeProto *node, const char *label,
                                          rnnstate_error *err)
 {
-    const Onnx__GraphProto *then_branch = NULL, *else_branch = NULL;
-    bool seen_then = false, seen_else = false;
-    for (size_t a = 0; a < node->n_attribute; a++) {
-        const Onnx__AttributeProto *attr = node->attribute[a];
-        const char *name = str_or_empty(attr->name);
-        bool is_then = !strcmp(name, "then_branch"), is_else = !strcmp(name, "else_branch");
-        /* a second branch of one kind: which one runs is anyone's guess, and
-         * a final state threaded out of it would leave the other without */
-        if ((is_then && seen_then) || (is_else && seen_else))
-            return set_error(err, RNNSTATE_ERR_INVALID,
-                             "%s: invalid model: If '%s' has more than one %s", label,
-                             str_or_empty(node->name), name);
-        if (is_then)
-            then_branch = attr->g, seen_then = true;
-        if (is_else)
-            else_branch = attr->g, seen_else = true;
-    }
+    const char *name;
+    bool repeated;
+    if (if_branch_fault(node, &name, &repeated) && repeated)
+        return set_error(err, RNNSTATE_ERR_INVALID,
+                         "%s: invalid model: If '%s' has more than one %s", label,
+                         str_or_empty(node->name), name);
+    const Onnx__GraphProto *then_branch = if_branch(node, 0), *else_branch = if_branch(node, 1);
     if (then_branch && else_branch && then_branch->n_output != else_branch->n_output)
         return set_error(err, RNNSTATE_ERR_INVALID,
                          "%s: invalid model: the branches of If '%s' have %zu and %zu outputs",
@@ -284,7 +277,7 @@ static rnnstate_status validate_graph(const scope_tree *tree, const Onnx__GraphP
     rnnstate_status st = s ? check_unique(&s->index, label, "invalid model", err) : RNNSTATE_OK;
     for (size_t n = 0; st == RNNSTATE_OK && n < graph->n_node; n++) {
         const Onnx__NodeProto *node = graph->node[n];
-        if (!strcmp(str_or_empty(node->op_type), "If"))
+        if (node_is_if(node))
             st = check_if_branches(node, label, err);
         for (size_t a = 0; st == RNNSTATE_OK && a < node->n_attribute; a++) {
             const Onnx__AttributeProto *attr = node->attribute[a];

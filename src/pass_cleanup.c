@@ -190,28 +190,6 @@ static rnnstate_status clean_scope(rewrite_ctx *ctx, scope *sc, const size_t *se
     return ok ? RNNSTATE_OK : ctx_oom(ctx);
 }
 
-/* A scope whose graph changed is not reindexed: nothing in this pass reads
- * its index again, and the tree is left stale for whoever reads it next.
- * The scopes around it need their read_by_subgraph marks renewed before
- * they are cleaned: they are reindexed once, just before that, not once per
- * changed scope inside them, which with many subgraphs would be quadratic. */
-static bool reindex_if_stale(scope *sc, bool *stale, size_t at)
-{
-    if (!stale[at])
-        return true;
-    stale[at] = false;
-    return graph_index_build(&sc->index, sc->graph);
-}
-
-/* Marks `sc` and the scopes around it stale, stopping at one already
- * marked (its enclosing scopes are then marked too). */
-static void mark_stale(const scope_tree *tree, scope *sc, bool *stale)
-{
-    for (size_t at; sc && ptrmap_get(&tree->by_graph, sc->graph, &at) && !stale[at];
-         sc = sc->parent)
-        stale[at] = true;
-}
-
 rnnstate_status pass_cleanup(rewrite_ctx *ctx)
 {
     if (!ctx->n_detached)
@@ -219,25 +197,25 @@ rnnstate_status pass_cleanup(rewrite_ctx *ctx)
     size_t nodes = 0, inits = 0;
     if (!scope_tree_refresh(&ctx->scopes))
         return ctx_oom(ctx);
-    bool *stale = calloc(ctx->scopes.n + 1, sizeof *stale);
     seed_groups groups = { NULL, NULL };
-    rnnstate_status st = stale && group_seeds(ctx, &groups) ? RNNSTATE_OK : ctx_oom(ctx);
-    /* inner graphs first: removing a reader there can free a value outside */
+    rnnstate_status st = group_seeds(ctx, &groups) ? RNNSTATE_OK : ctx_oom(ctx);
+    /* Inner graphs first: removing a reader there can free a value outside.
+     * A scope whose graph changed is marked stale with the scopes around it
+     * (scope_mark_changed()): nothing in this pass reads its index again,
+     * and the scopes around it are reindexed once, just before they are
+     * cleaned, not once per changed scope inside them, which with many
+     * subgraphs would be quadratic. */
     for (size_t i = ctx->scopes.n; st == RNNSTATE_OK && i-- > 0;) {
         size_t before = nodes + inits;
         scope *sc = ctx->scopes.scopes[i];
-        if (!reindex_if_stale(sc, stale, i))
+        if (!scope_refresh(sc))
             st = ctx_oom(ctx);
         if (st == RNNSTATE_OK)
             st = clean_scope(ctx, sc, groups.seeds + groups.first[i],
                              groups.first[i + 1] - groups.first[i], &nodes, &inits);
-        /* what the enclosing graphs read from this one may have changed */
-        if (st == RNNSTATE_OK && nodes + inits > before) {
-            ctx->scopes.stale = true;
-            mark_stale(&ctx->scopes, sc->parent, stale);
-        }
+        if (st == RNNSTATE_OK && nodes + inits > before)
+            scope_mark_changed(&ctx->scopes, sc);
     }
-    free(stale);
     free(groups.first);
     free(groups.seeds);
     if (st == RNNSTATE_OK && (nodes || inits))

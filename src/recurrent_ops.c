@@ -8,7 +8,7 @@
 
 #include "onnx_build.h"
 
-const recurrent_op recurrent_ops[RECURRENT_OP_COUNT] = {
+const recurrent_op recurrent_ops[] = {
     { .name = "RNN", .domain = "", .n_slots = 1, .gates = 1, .hidden_input = 2,
       .hidden_axis = 2, .has_layout = true, .quantized_weights = false,
       .initial_state_input = { 5 }, .final_state_output = { 1 } },
@@ -24,7 +24,14 @@ const recurrent_op recurrent_ops[RECURRENT_OP_COUNT] = {
       .initial_state_input = { 5, 6 }, .final_state_output = { 1, 2 } },
 };
 
-const char *const slot_letter[RECURRENT_MAX_SLOTS] = { "h", "c" };
+#define N_OPS (sizeof recurrent_ops / sizeof recurrent_ops[0])
+_Static_assert(N_OPS >= 1 && N_OPS <= RECURRENT_OPS_MAX,
+               "recurrent_ops[] must fit the per-op counters: raise RECURRENT_OPS_MAX");
+const size_t recurrent_op_count = N_OPS;
+
+const char *const slot_letter[] = { "h", "c" };
+_Static_assert(sizeof slot_letter / sizeof slot_letter[0] == RECURRENT_MAX_SLOTS,
+               "one letter per state slot");
 
 static bool in_domain(const recurrent_op *op, const char *domain)
 {
@@ -38,7 +45,7 @@ const recurrent_op *recurrent_op_of(const Onnx__NodeProto *node)
     const char *domain = str_or_empty(node->domain), *type = str_or_empty(node->op_type);
     /* asked of every node, by several passes: the first letter rules out
      * nearly every op without a call */
-    for (size_t i = 0; i < RECURRENT_OP_COUNT; i++)
+    for (size_t i = 0; i < N_OPS; i++)
         if (type[0] == recurrent_ops[i].name[0] && !strcmp(type, recurrent_ops[i].name) &&
             in_domain(&recurrent_ops[i], domain))
             return &recurrent_ops[i];

@@ -3,7 +3,7 @@
  * which inputs and outputs carry its state, where hidden_size comes from when
  * the attribute is missing, whether it has a batch-first layout, and what
  * element type its state takes. Adding an op is one entry in recurrent_ops[]
- * (recurrent_ops.c; the compiler asks for RECURRENT_OP_COUNT to follow) and a
+ * (recurrent_ops.c: the table is unsized, its count derived from it) and a
  * test. */
 #ifndef RNNSTATE_RECURRENT_OPS_H
 #define RNNSTATE_RECURRENT_OPS_H
@@ -13,7 +13,9 @@
 
 #include "onnx.pb-c.h"
 
-#define RECURRENT_OP_COUNT 4
+/* Room for per-op counters (an array of this many); recurrent_ops.c asserts
+ * at compile time that the table fits. */
+#define RECURRENT_OPS_MAX 8
 #define RECURRENT_MAX_SLOTS 2 /* h, and c for the LSTMs */
 
 typedef struct recurrent_op {
@@ -42,7 +44,9 @@ typedef struct recurrent_op {
 #define RECURRENT_REQUIRED_INPUTS 3
 #define RECURRENT_OUTPUT_Y 0
 
-extern const recurrent_op recurrent_ops[RECURRENT_OP_COUNT];
+/* The table, and its number of entries (at most RECURRENT_OPS_MAX). */
+extern const recurrent_op recurrent_ops[];
+extern const size_t recurrent_op_count;
 
 /* The slot names: "h", "c". */
 extern const char *const slot_letter[RECURRENT_MAX_SLOTS];

@@ -133,9 +133,11 @@ void scope_tree_free(scope_tree *tree)
 
 bool scope_tree_reindex(scope_tree *tree)
 {
-    for (size_t i = 0; i < tree->n; i++)
+    for (size_t i = 0; i < tree->n; i++) {
         if (!graph_index_build(&tree->scopes[i]->index, tree->scopes[i]->graph))
             return false;
+        tree->scopes[i]->stale = false;
+    }
     tree->stale = false;
     return true;
 }
@@ -145,10 +147,103 @@ bool scope_tree_refresh(scope_tree *tree)
     return !tree->stale || scope_tree_reindex(tree);
 }
 
+void scope_mark_changed(scope_tree *tree, scope *sc)
+{
+    tree->stale = true;
+    for (; sc && !sc->stale; sc = sc->parent)
+        sc->stale = true;
+}
+
+bool scope_refresh(scope *sc)
+{
+    if (!sc->stale)
+        return true;
+    sc->stale = false;
+    return graph_index_build(&sc->index, sc->graph);
+}
+
 scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph)
 {
     size_t at;
     return ptrmap_get(&tree->by_graph, graph, &at) ? tree->scopes[at] : NULL;
+}
+
+const char *const if_branch_attr[2] = { "then_branch", "else_branch" };
+
+bool node_is_if(const Onnx__NodeProto *node)
+{
+    const char *domain = str_or_empty(node->domain);
+    return !strcmp(str_or_empty(node->op_type), "If") &&
+           (!*domain || !strcmp(domain, "ai.onnx"));
+}
+
+/* Which branch attribute `name` is (0, 1), or -1. */
+static int branch_which(const char *name)
+{
+    for (int b = 0; b < 2; b++)
+        if (!strcmp(name, if_branch_attr[b]))
+            return b;
+    return -1;
+}
+
+/* The attributes of each branch: how many, and the graph of the last. */
+static void branch_attrs(const Onnx__NodeProto *if_node, size_t count[2],
+                         const Onnx__GraphProto *graph[2], const char **repeated)
+{
+    count[0] = count[1] = 0;
+    graph[0] = graph[1] = NULL;
+    *repeated = NULL;
+    for (size_t a = 0; a < if_node->n_attribute; a++) {
+        const Onnx__AttributeProto *attr = if_node->attribute[a];
+        int b = branch_which(str_or_empty(attr->name));
+        if (b < 0)
+            continue;
+        if (count[b]++ && !*repeated)
+            *repeated = if_branch_attr[b];
+        graph[b] = attr->g;
+    }
+}
+
+bool if_branch_fault(const Onnx__NodeProto *if_node, const char **name, bool *repeated)
+{
+    size_t count[2];
+    const Onnx__GraphProto *graph[2];
+    branch_attrs(if_node, count, graph, name);
+    *repeated = *name != NULL;
+    for (int b = 0; !*name && b < 2; b++)
+        if (!graph[b])
+            *name = if_branch_attr[b];
+    return *name != NULL;
+}
+
+const Onnx__GraphProto *if_branch(const Onnx__NodeProto *if_node, int which)
+{
+    size_t count[2];
+    const Onnx__GraphProto *graph[2];
+    const char *repeated;
+    branch_attrs(if_node, count, graph, &repeated);
+    return which >= 0 && which < 2 && count[which] == 1 ? graph[which] : NULL;
+}
+
+scope *scope_if_branch(const scope_tree *tree, const Onnx__NodeProto *if_node, int which)
+{
+    const Onnx__GraphProto *g = if_branch(if_node, which);
+    return g ? scope_of_graph(tree, g) : NULL;
+}
+
+const Onnx__NodeProto *scope_if_node(const scope *sc)
+{
+    if (!sc->parent || branch_which(sc->attr_name) < 0)
+        return NULL;
+    const Onnx__NodeProto *node = sc->parent->graph->node[sc->parent_node];
+    return node_is_if(node) && if_branch(node, branch_which(sc->attr_name)) == sc->graph ? node
+                                                                                        : NULL;
+}
+
+scope *scope_if_sibling(const scope_tree *tree, const scope *sc)
+{
+    const Onnx__NodeProto *node = scope_if_node(sc);
+    return node ? scope_if_branch(tree, node, 1 - branch_which(sc->attr_name)) : NULL;
 }
 
 const value_entry *scope_lookup(const scope *s, const char *name, const scope **owner)

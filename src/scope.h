@@ -44,6 +44,7 @@ typedef struct scope {
     char *attr_name;        /* "then_branch", "else_branch", "body", ... */
     char *path;             /* "main", "main/If_25.then_branch", ... */
     bool in_loop;           /* this graph or an enclosing one is a Loop/Scan body */
+    bool stale;             /* the graph changed since its index was built */
     queued_node *queued;
     size_t n_queued, cap_queued;
     pending_list new_inputs, new_outputs, new_initializers;
@@ -55,8 +56,10 @@ typedef struct scope_tree {
     size_t n;
     ptrmap by_graph; /* graph -> position in scopes, for scope_of_graph() */
     /* A pass changed the graphs since the indices were built: whoever reads
-     * an index next calls scope_tree_refresh() first. Rebuilding lazily
-     * spares a large graph an index nobody reads (see passes.h). */
+     * an index next calls scope_tree_refresh() first, which rebuilds them
+     * all (an index's memos may have read any graph). Rebuilding lazily
+     * spares a large graph an index nobody reads (see passes.h). Set by a
+     * pass, or by scope_mark_changed(); a scope marked stale implies it. */
     bool stale;
 } scope_tree;
 
@@ -64,11 +67,54 @@ bool scope_tree_build(scope_tree *tree, struct rnnstate_model *model);
 void scope_tree_free(scope_tree *tree);
 /* Rebuilds every scope's index (after the graphs changed). */
 bool scope_tree_reindex(scope_tree *tree);
-/* Rebuilds the indices when the tree is stale; false when out of memory. */
+/* Rebuilds every index when the tree is stale; false when out of memory. */
 bool scope_tree_refresh(scope_tree *tree);
+
+/* Staleness, kept here only. The graph of `sc` changed: the tree is stale,
+ * and the index of `sc` and those of the scopes around it (their
+ * read_by_subgraph marks follow what it reads) are marked stale, the walk
+ * stopping at a scope already marked (the ones around it are then marked
+ * too), so that a pass still walking the tree can rebuild just the ones it
+ * reads next with scope_refresh() (pass_cleanup, inner graphs first). */
+void scope_mark_changed(scope_tree *tree, scope *sc);
+/* Rebuilds the index of `sc` if it is marked stale; false when out of
+ * memory. The tree stays stale. */
+bool scope_refresh(scope *sc);
 
 /* The scope holding a subgraph, or NULL. O(1). */
 scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph);
+
+/* If branches, one policy for every module. An If is a node of ONNX's
+ * default domain with op_type "If"; its branches are the graphs of its
+ * attributes "then_branch" (which = 0) and "else_branch" (which = 1). The
+ * rewrite refuses a model with an If that has either attribute twice
+ * (if_branch_fault(), checked by validate_graph_names() before any pass
+ * runs). An If that lacks a branch graph is invalid too but not refused:
+ * the queries below answer NULL for it, and the state pass skips the
+ * recurrent nodes inside it (their final state cannot be threaded out). */
+extern const char *const if_branch_attr[2];
+
+/* True for ONNX's If. */
+bool node_is_if(const Onnx__NodeProto *node);
+
+/* Why an If's branches break the policy above, or NULL: `*name` gets the
+ * first branch attribute (in attribute order) found twice, and `*repeated`
+ * is true; else the first branch without a graph, `*repeated` false. */
+bool if_branch_fault(const Onnx__NodeProto *if_node, const char **name, bool *repeated);
+
+/* The graph of branch `which` of an If, or NULL when it breaks the policy. */
+const Onnx__GraphProto *if_branch(const Onnx__NodeProto *if_node, int which);
+
+/* The scope of branch `which` of `if_node` (a node of a graph of `tree`), or
+ * NULL. */
+scope *scope_if_branch(const scope_tree *tree, const Onnx__NodeProto *if_node, int which);
+
+/* The If node whose branch `sc` is, or NULL when `sc` is not an If branch
+ * (the main graph, a Loop or Scan body, a graph of another op). */
+const Onnx__NodeProto *scope_if_node(const scope *sc);
+
+/* The other branch of the If whose branch `sc` is, or NULL. */
+scope *scope_if_sibling(const scope_tree *tree, const scope *sc);
 
 /* Finds the scope that defines `name` (as a node output, graph input or
  * initializer), starting at `s` and moving outwards. Returns its entry and

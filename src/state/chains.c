@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "state/plan.h"
+#include "state/chains.h"
 
 #define MAX_HANDOFF_VISITS 256 /* values looked at per data-dependent slot */
 

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "state/state.h"
+#include "state/inputs.h"
 #include "tensor_util.h"
 
 static const char *source_case(const state_source *s)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "state/state.h"
+#include "state/outputs.h"
 #include "tensor_util.h"
 
 static rnnstate_status add_output(rewrite_ctx *ctx, scope *sc, const char *name,
@@ -20,17 +20,6 @@ static rnnstate_status add_output(rewrite_ctx *ctx, scope *sc, const char *name,
     if (!vi || !scope_add_output(sc, vi))
         return ctx_oom(ctx);
     return RNNSTATE_OK;
-}
-
-/* The graph of the other branch of the If holding `branch`. */
-Onnx__GraphProto *sibling_branch(const Onnx__NodeProto *if_node,
-                                        const Onnx__GraphProto *branch)
-{
-    const Onnx__AttributeProto *then_b = node_attr(if_node, "then_branch");
-    const Onnx__AttributeProto *else_b = node_attr(if_node, "else_branch");
-    if (!then_b || !else_b || !then_b->g || !else_b->g)
-        return NULL;
-    return then_b->g == branch ? else_b->g : then_b->g;
 }
 
 /* Identity(state_input) as a new output of a branch that does not run the node. */
@@ -59,7 +48,7 @@ rnnstate_status thread_out(rewrite_ctx *ctx, scope *sc, char *value, const char 
     rnnstate_status st = RNNSTATE_OK;
     while (st == RNNSTATE_OK && sc->parent) {
         Onnx__NodeProto *if_node = sc->parent->graph->node[sc->parent_node];
-        scope *other = scope_of_graph(&ctx->scopes, sibling_branch(if_node, sc->graph));
+        scope *other = scope_if_sibling(&ctx->scopes, sc);
         if (!other) { /* planning skips such nodes: kept as a guard */
             free(value);
             return set_error(ctx->err, RNNSTATE_ERR_INVALID,

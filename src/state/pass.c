@@ -14,7 +14,9 @@
 #include "passes.h"
 #include "state/contract.h"
 #include "state/own_caches.h"
-#include "state/state.h"
+#include "state/inputs.h"
+#include "state/outputs.h"
+#include "state/slices.h"
 #include "strbuf.h"
 
 /* Records the pair in the report: the shape the input declares, and which

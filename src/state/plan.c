@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "state/chains.h"
 #include "state/contract.h"
 #include "state/plan.h"
 #include "state/types.h"
@@ -188,12 +189,12 @@ static const char *check_source(const recurrent_shape *rs, const state_source *s
 }
 
 /* Analyses one node; returns a skip reason, NULL, or "" when out of memory. */
-/* True when every enclosing If has both branches, so that a final state can
- * be threaded out of them. */
-static bool branches_complete(const scope *sc)
+/* True when every enclosing graph is a branch of an If that has both, so
+ * that a final state can be threaded out of them. */
+static bool branches_complete(const scope_tree *tree, const scope *sc)
 {
     for (; sc->parent; sc = sc->parent)
-        if (!sibling_branch(sc->parent->graph->node[sc->parent_node], sc->graph))
+        if (!scope_if_sibling(tree, sc))
             return false;
     return true;
 }
@@ -228,7 +229,7 @@ static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan 
     if (p->rs.sc->in_loop)
         return "inside a Loop or Scan body: it runs once per iteration, so carrying its state "
                "across calls is ambiguous";
-    if (!branches_complete(p->rs.sc))
+    if (!branches_complete(&ctx->scopes, p->rs.sc))
         return "inside an If node that lacks a then_branch or else_branch (an invalid model)";
     const char *skip = describe_node(types, &ctx->stream, p, reason, size);
     if (!skip && !record_fixed_sequence_length(ctx, p))
@@ -333,7 +334,7 @@ static void skip_broken_pairs(rewrite_ctx *ctx, plan_list *list)
 
 rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list)
 {
-    int counts[RECURRENT_OP_COUNT] = { 0 };
+    int counts[RECURRENT_OPS_MAX] = { 0 };
     list->plans = NULL;
     list->n = 0;
     elem_types types;

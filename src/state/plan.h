@@ -43,25 +43,8 @@ void plan_skip(rewrite_ctx *ctx, node_plan *p, const char *reason);
 rnnstate_status plan_all_nodes(rewrite_ctx *ctx, plan_list *list);
 void plan_list_free(plan_list *list);
 
-/* chains.c, run by plan_all_nodes once every slot is traced. In a model
- * that carries state through its own inputs and outputs, nodes that start
- * from a fixed state at every call and whose final state goes nowhere are
- * left alone (status reset-each-call) unless an --include pattern names
- * them. */
-void plan_mark_reset_nodes(rewrite_ctx *ctx, plan_list *list);
-
-/* chains.c: a node whose initial state is computed from another
- * recurrent node's outputs (an encoder handing its final state to a
- * decoder) and that other node are both skipped, with a model-level note.
- * Returns false only when memory runs out. */
-bool plan_mark_handoffs(rewrite_ctx *ctx, plan_list *list);
-
 /* The name of a new state input or output ("initial" or "Y"): the name
  * template expanded, made unique in the model. */
 char *slot_name(rewrite_ctx *ctx, const recurrent_shape *rs, const char *what, int slot);
-
-/* The other branch of the If node holding `branch`, or NULL when the If lacks
- * one (an invalid model). */
-Onnx__GraphProto *sibling_branch(const Onnx__NodeProto *if_node, const Onnx__GraphProto *branch);
 
 #endif

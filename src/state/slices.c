@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "state/contract.h"
-#include "state/state.h"
+#include "state/outputs.h"
+#include "state/slices.h"
 #include "tensor_util.h"
 
 /* More rows than any stack of recurrent layers has: such an input is not

@@ -25,53 +25,12 @@
  *   slices.c    half-stateful inputs: one output assembled from row slices
  *   chains.c    (phase 1) nodes reset at every call, hand-offs, carried pairs
  *   own_caches.c after phase 2: the context caches the model already carries,
- *               reported as context pairs (nothing added) */
+ *               reported as context pairs (nothing added)
+ *
+ * Each file that others call has its own header (state/<file>.h); pass.c
+ * and time_axis.c export passes, declared in passes.h. Calls go one way:
+ * pass -> slices -> outputs, inputs -> plan -> chains, contract, trace, types,
+ * defaults (docs/design.md). This header holds no declarations. */
 #ifndef RNNSTATE_STATE_STATE_H
 #define RNNSTATE_STATE_STATE_H
-
-#include "state/plan.h"
-
-/* Phase 2, input side: makes the slot read a state input. *input_name gets
- * the input (new or existing), *optional whether it has a default, *added
- * whether it is new. */
-rnnstate_status expose_input_side(rewrite_ctx *ctx, node_plan *plan, int slot, char **input_name,
-                                  bool *optional, bool *added);
-
-/* Phase 2, output side: makes Y_h/Y_c reach a main-graph output, threading it
- * out of If branches. *output_name gets the output, *added whether it is new.
- * `input_name` is the slot's state input (a branch that does not run the
- * node passes it through). */
-rnnstate_status expose_output_side(rewrite_ctx *ctx, node_plan *plan, int slot,
-                                   const char *input_name, char **output_name, bool *added);
-
-/* Threads `value` (in scope `sc`, which takes it over) out of the If branches
- * around it to the main graph: each level's branch outputs it, the other
- * branch passes `state_input` (a value visible there) through, and the If
- * gets a matching output. *main_name gets the main-graph value, named
- * `final`, declared a graph output when `as_output`. */
-rnnstate_status thread_out(rewrite_ctx *ctx, scope *sc, char *value, const char *final,
-                           const char *state_input, const recurrent_shape *rs, bool as_output,
-                           char **main_name);
-
-/* Names Y_h/Y_c in the node's graph: an output nothing reads (PyTorch names
- * them all) is renamed to `final` (made unique inside a branch); one that
- * feeds computation keeps its name. Returns the name, or NULL when out of
- * memory. */
-char *name_final_state(rewrite_ctx *ctx, node_plan *p, int slot, const char *final,
-                       bool *renamed);
-
-/* Half-stateful models (AECMOS, slices.c): nodes whose initial states are row
- * slices of one graph input but whose final states reach no output get one
- * output with the input's shape that concatenates their Y_h in row order,
- * named after the input; with `gaps_unread` (no other slot reads the input),
- * rows no node reads pass through unchanged. Handles the slots collected in
- * `pending` (all slicing one input) when they fit; *handled says whether it
- * did. */
-typedef struct pending_slot {
-    node_plan *plan;
-    int slot;
-} pending_slot;
-rnnstate_status assemble_sliced_states(rewrite_ctx *ctx, pending_slot *pending, size_t n,
-                                       bool gaps_unread, bool *handled);
-
 #endif

@@ -169,16 +169,14 @@ static const char *view_chain_input(view_walk *w, const scope *s, const char *va
  * of `state` in either branch of an If). */
 static const char *view_through_if(view_walk *w, const Onnx__NodeProto *if_node, int slot)
 {
-    static const char *const branches[2] = { "then_branch", "else_branch" };
     const char *input = NULL;
     for (int b = 0; b < 2; b++) {
-        const Onnx__AttributeProto *a = node_attr(if_node, branches[b]);
-        const scope *bs = a && a->g ? scope_of_graph(w->tree, a->g) : NULL;
-        if (!bs || slot < 0 || (size_t)slot >= a->g->n_output)
+        const scope *bs = scope_if_branch(w->tree, if_node, b);
+        if (!bs || slot < 0 || (size_t)slot >= bs->graph->n_output)
             return NULL;
         trace_path ignored = { .n = 0 };
         const char *in =
-            view_chain_input(w, bs, str_or_empty(a->g->output[slot]->name), &ignored);
+            view_chain_input(w, bs, str_or_empty(bs->graph->output[slot]->name), &ignored);
         if (!in || (input && strcmp(in, input)))
             return NULL;
         input = in;
@@ -200,7 +198,7 @@ static const char *view_chain_input(view_walk *w, const scope *s, const char *va
         if (e->producer < 0)
             return NULL;
         const Onnx__NodeProto *p = o->graph->node[e->producer];
-        if (node_default_domain(p) && node_op_is(p, "If") && w->tree) {
+        if (node_is_if(p) && w->tree) {
             path_push(path, p);
             return view_through_if(w, p, e->producer_slot);
         }
@@ -493,10 +491,8 @@ typedef struct reach {
 /* A branch output of an If continues as the If's output in the parent. */
 static bool leave_branch(const scope *s, const value_entry *e, reach *next)
 {
-    if (!s->parent || s->in_loop)
-        return false;
-    const Onnx__NodeProto *node = s->parent->graph->node[s->parent_node];
-    if (!node_op_is(node, "If") || (size_t)e->graph_output >= node->n_output)
+    const Onnx__NodeProto *node = scope_if_node(s);
+    if (!node || (size_t)e->graph_output >= node->n_output)
         return false;
     next->sc = s->parent;
     next->value = str_or_empty(node->output[e->graph_output]);

@@ -218,17 +218,22 @@ static int32_t constant_type(const Onnx__NodeProto *node)
 }
 
 /* Output `slot` of a subgraph-holding node: the type of the matching output
- * of the subgraph in attribute `attr`. */
+ * of subgraph `g`. */
+static int32_t graph_output_type(const elem_types *et, const Onnx__GraphProto *g, size_t slot)
+{
+    if (!g || slot >= g->n_output)
+        return 0;
+    size_t i = scope_index(et, g);
+    if (i == SIZE_MAX)
+        return 0;
+    return elem_type_of(et, et->tree->scopes[i], g->output[slot]->name);
+}
+
 static int32_t body_output_type(const elem_types *et, const Onnx__NodeProto *node,
                                 const char *attr, size_t slot)
 {
     const Onnx__AttributeProto *a = node_attr(node, attr);
-    if (!a || !a->g || slot >= a->g->n_output)
-        return 0;
-    size_t i = scope_index(et, a->g);
-    if (i == SIZE_MAX)
-        return 0;
-    return elem_type_of(et, et->tree->scopes[i], a->g->output[slot]->name);
+    return graph_output_type(et, a ? a->g : NULL, slot);
 }
 
 /* Outputs of If, Loop and Scan. A Loop's body outputs are the condition,
@@ -238,9 +243,9 @@ static int32_t control_flow_type(const elem_types *et, const scope *s,
                                  const Onnx__NodeProto *node, size_t slot)
 {
     const char *op = str_or_empty(node->op_type);
-    if (!strcmp(op, "If")) {
-        int32_t t = body_output_type(et, node, "then_branch", slot);
-        return t ? t : body_output_type(et, node, "else_branch", slot);
+    if (node_is_if(node)) {
+        int32_t t = graph_output_type(et, if_branch(node, 0), slot);
+        return t ? t : graph_output_type(et, if_branch(node, 1), slot);
     }
     if (!strcmp(op, "Loop")) {
         int32_t t = body_output_type(et, node, "body", slot + 1);

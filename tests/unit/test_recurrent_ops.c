@@ -71,8 +71,8 @@ static void entries_hold_the_spec_facts(void **state)
         { "LSTM", "", 2, 4, 2, 2, true, false, { 5, 6 }, { 1, 2 } },
         { "DynamicQuantizeLSTM", "com.microsoft", 2, 4, 2, 1, false, true, { 5, 6 }, { 1, 2 } },
     };
-    assert_int_equal(sizeof expected / sizeof expected[0], RECURRENT_OP_COUNT);
-    for (size_t i = 0; i < RECURRENT_OP_COUNT; i++) {
+    assert_int_equal(sizeof expected / sizeof expected[0], recurrent_op_count);
+    for (size_t i = 0; i < recurrent_op_count; i++) {
         const recurrent_op *op = &recurrent_ops[i], *want = &expected[i];
         assert_string_equal(op->name, want->name);
         assert_string_equal(op->domain, want->domain);

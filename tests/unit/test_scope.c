@@ -108,6 +108,94 @@ static void test_lookup_moves_outwards(void **state)
     assert_null(scope_lookup(body, "ghost", &owner));
 }
 
+/* If branches, asked of the tree: a branch's If and its sibling; a Loop
+ * body and the main graph are no If branch. */
+static void test_if_branch_queries(void **state)
+{
+    fixture *f = *state;
+    scope *main = f->tree.scopes[0], *then = f->tree.scopes[1], *body = f->tree.scopes[2],
+          *other = f->tree.scopes[3];
+    const Onnx__NodeProto *iff = main->graph->node[1];
+    assert_true(node_is_if(iff));
+    assert_ptr_equal(scope_if_node(then), iff);
+    assert_ptr_equal(scope_if_node(other), iff);
+    assert_ptr_equal(scope_if_sibling(&f->tree, then), other);
+    assert_ptr_equal(scope_if_sibling(&f->tree, other), then);
+    assert_ptr_equal(scope_if_branch(&f->tree, iff, 0), then);
+    assert_ptr_equal(scope_if_branch(&f->tree, iff, 1), other);
+    assert_null(scope_if_node(main));
+    assert_null(scope_if_node(body));
+    assert_null(scope_if_sibling(&f->tree, body));
+    const char *name = NULL;
+    bool repeated = true;
+    assert_false(if_branch_fault(iff, &name, &repeated));
+    assert_null(name);
+}
+
+/* One policy for an If's branches: each attribute once, with a graph. */
+static void test_if_branch_fault(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *attrs; /* t: then_branch, e: else_branch, in order */
+        const char *fault;
+        bool repeated;
+    } cases[] = {
+        { "te", NULL, false },          { "et", NULL, false },
+        { "t", "else_branch", false },  { "e", "then_branch", false },
+        { "", "then_branch", false },   { "tee", "else_branch", true },
+        { "ttee", "then_branch", true }, { "etet", "else_branch", true },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Onnx__ModelProto *m = mb_new(8, 17);
+        Onnx__NodeProto *iff = mb_node(m, "If", "if", "cond", "out");
+        for (const char *a = cases[i].attrs; *a; a++)
+            mb_attr_graph(iff, *a == 't' ? "then_branch" : "else_branch", "g");
+        const char *name = NULL;
+        bool repeated = false;
+        assert_int_equal(if_branch_fault(iff, &name, &repeated), cases[i].fault != NULL);
+        if (cases[i].fault) {
+            assert_string_equal(name, cases[i].fault);
+            assert_int_equal(repeated, cases[i].repeated);
+        }
+        for (int b = 0; b < 2; b++) {
+            size_t n = 0;
+            for (const char *a = cases[i].attrs; *a; a++)
+                n += *a == "te"[b];
+            assert_int_equal(if_branch(iff, b) != NULL, n == 1);
+        }
+        mb_free(m);
+    }
+    Onnx__ModelProto *m = mb_new(8, 17);
+    Onnx__NodeProto *iff = mb_node(m, "If", "if", "cond", "out");
+    assert_true(node_is_if(iff));
+    iff->domain = strdup("com.example");
+    assert_false(node_is_if(iff));
+    mb_free(m);
+}
+
+/* Staleness lives in the tree: a changed graph marks its scope and the
+ * ones around it, and the tree; a scope is rebuilt alone on request, the
+ * whole tree at the next refresh. */
+static void test_staleness_marks_enclosing_scopes(void **state)
+{
+    fixture *f = *state;
+    scope *main = f->tree.scopes[0], *then = f->tree.scopes[1], *body = f->tree.scopes[2],
+          *other = f->tree.scopes[3];
+    scope_mark_changed(&f->tree, body);
+    assert_true(body->stale && then->stale && main->stale && f->tree.stale);
+    assert_false(other->stale);
+    assert_true(scope_refresh(body));
+    assert_false(body->stale);
+    assert_true(then->stale && f->tree.stale);
+    assert_true(scope_tree_refresh(&f->tree));
+    assert_false(f->tree.stale || then->stale || main->stale);
+    scope_mark_changed(&f->tree, other);
+    assert_true(other->stale && main->stale && !then->stale);
+    assert_true(scope_tree_refresh(&f->tree));
+    assert_false(f->tree.stale || other->stale || main->stale);
+}
+
 /* Queued nodes go before the node named, in the order they were queued;
  * pending inputs, outputs and initializers are appended; reindexing sees
  * them. */
@@ -203,6 +291,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tree_in_pre_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_moves_outwards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush_inserts_in_place, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_if_branch_queries, setup, teardown),
+        cmocka_unit_test(test_if_branch_fault),
+        cmocka_unit_test_setup_teardown(test_staleness_marks_enclosing_scopes, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
