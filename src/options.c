@@ -37,3 +37,8 @@ const char *rnnstate_version(void)
 {
     return RNNSTATE_VERSION_STRING;
 }
+
+int rnnstate_version_number(void)
+{
+    return RNNSTATE_VERSION_NUMBER;
+}

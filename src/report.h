@@ -49,9 +49,6 @@ void report_add_blocker(report_builder *rb, const char *graph, const char *op, c
  * (the report's and the metadata's format). */
 void report_stream_json(strbuf *sb, const rnnstate_report *r);
 
-/* The model's status word: "rewritten", "annotated" or "unchanged". */
-const char *report_model_status(const rnnstate_report *r);
-
 /* Records that a recurrent node's sequence axis is axis `axis` of graph
  * input `input`, unless that is recorded already. */
 void report_add_time_axis(report_builder *rb, const char *input, size_t axis);
