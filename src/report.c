@@ -1,6 +1,6 @@
 /* The report: what the rewrite did to each recurrent node, as a structure for
  * library users and as text or JSON for the command line. */
-#include "array.h"
+#include "util/array.h"
 #include "report.h"
 
 #include <errno.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strbuf.h"
-#include "tensor_util.h"
+#include "util/strbuf.h"
+#include "model/tensor_util.h"
 
 static void string_list_free(size_t n, const char *const *items)
 {

@@ -7,10 +7,10 @@
 
 #include <stdbool.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 #include "rnnstate.h"
-#include "strbuf.h"
-#include "strmap.h"
+#include "util/strbuf.h"
+#include "util/strmap.h"
 
 typedef struct report_builder {
     rnnstate_report *report;

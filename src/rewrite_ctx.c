@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
-#include "strbuf.h"
+#include "util/array.h"
+#include "util/strbuf.h"
 
 rnnstate_status ctx_oom(rewrite_ctx *ctx)
 {

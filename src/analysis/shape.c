@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "recurrent_ops.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 #define MEMO_AXES 4 /* dims of axes 0..3 are memoized (states have rank 3, Y rank 4) */
 

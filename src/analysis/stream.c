@@ -16,11 +16,11 @@
 #include <string.h>
 
 #include "analysis/shape.h"
-#include "array.h"
+#include "util/array.h"
 #include "recurrent_ops.h"
-#include "strbuf.h"
-#include "strmap.h"
-#include "tensor_util.h"
+#include "util/strbuf.h"
+#include "util/strmap.h"
+#include "model/tensor_util.h"
 
 #define MONO_SYMBOLS 6
 #define SHAPE_ENTRIES 8

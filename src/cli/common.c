@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "util/array.h"
 #include "cli/cli.h"
 
 _Noreturn void die_oom(void)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "array.h"
+#include "util/array.h"
 #include "cli/cli.h"
 
 static bool ends_with(const char *s, const char *suffix)

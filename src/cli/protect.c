@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "util/array.h"
 #include "cli/cli.h"
 
 static int compare_files(const void *a, const void *b)

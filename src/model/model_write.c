@@ -36,10 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "array.h"
-#include "wire.h"
+#include "util/array.h"
+#include "model/wire.h"
 #include "model.h"
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 #include "options.h"
 
 #define FIELD_GRAPH_KEY ((7 << 3) | 2)       /* ModelProto.graph */

@@ -1,4 +1,4 @@
-#include "wire.h"
+#include "model/wire.h"
 
 void wire_reader_init_memory(wire_reader *r, const unsigned char *data, size_t size)
 {

@@ -1,5 +1,5 @@
-#include "array.h"
-#include "lazy_scan.h"
+#include "util/array.h"
+#include "model/lazy_scan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "wire.h"
+#include "model/wire.h"
 
 #define FIELD_GRAPH 7       /* ModelProto.graph */
 #define FIELD_INITIALIZER 5 /* GraphProto.initializer */

@@ -1,4 +1,4 @@
-#include "strmap.h"
+#include "util/strmap.h"
 
 #include <errno.h>
 #include <fcntl.h>

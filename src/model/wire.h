@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 typedef struct wire_reader wire_reader;
 struct wire_reader {

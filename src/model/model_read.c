@@ -19,10 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lazy_scan.h"
+#include "model/lazy_scan.h"
 #include "model.h"
 #include "options.h"
-#include "wire_scan.h"
+#include "model/wire_scan.h"
 
 void rnnstate_limits_init(rnnstate_limits *limits)
 {
