@@ -74,8 +74,3 @@ char *expand_name_template(const char *tmpl, const char *op, int k, const char *
     }
     return sb_detach(&sb);
 }
-
-bool rnnstate_name_template_valid(const char *tmpl)
-{
-    return !tmpl || (strstr(tmpl, "{slot}") && (strstr(tmpl, "{k}") || strstr(tmpl, "{name}")));
-}

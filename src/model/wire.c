@@ -116,3 +116,13 @@ void sb_add_varint(strbuf *sb, uint64_t value)
     } while (value);
     sb_add(sb, bytes, n);
 }
+
+size_t wire_varint_size(uint64_t value)
+{
+    size_t n = 1;
+    while (value >= 0x80) {
+        value >>= 7;
+        n++;
+    }
+    return n;
+}
