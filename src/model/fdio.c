@@ -4,17 +4,20 @@
 #include <errno.h>
 #include <unistd.h>
 
+/* True when the caller asked to stop; errno is then ECANCELED. */
+static int cancelled(fdio_cancel cancel)
+{
+    if (!cancel || !*cancel)
+        return 0;
+    errno = ECANCELED;
+    return 1;
+}
+
 /* After a call failed: true when it is to be made again (EINTR, and the
  * caller has not asked to stop); errno is ECANCELED when it has. */
 static int retry(fdio_cancel cancel)
 {
-    if (errno != EINTR)
-        return 0;
-    if (cancel && *cancel) {
-        errno = ECANCELED;
-        return 0;
-    }
-    return 1;
+    return errno == EINTR && !cancelled(cancel);
 }
 
 ssize_t read_some(int fd, void *buf, size_t count, fdio_cancel cancel)
@@ -40,6 +43,8 @@ ssize_t read_in_full(int fd, void *buf, size_t count, fdio_cancel cancel)
     unsigned char *p = buf;
     size_t total = 0;
     while (total < count) {
+        if (total && cancelled(cancel))
+            return -1;
         ssize_t n = read_some(fd, p + total, count - total, cancel);
         if (n < 0)
             return -1;
@@ -55,6 +60,8 @@ ssize_t pread_in_full(int fd, void *buf, size_t count, uint64_t offset, fdio_can
     unsigned char *p = buf;
     size_t total = 0;
     while (total < count) {
+        if (total && cancelled(cancel))
+            return -1;
         ssize_t n = pread_some(fd, p + total, count - total, offset + total, cancel);
         if (n < 0)
             return -1;
@@ -70,6 +77,8 @@ ssize_t write_in_full(int fd, const void *buf, size_t count, fdio_cancel cancel)
     const unsigned char *p = buf;
     size_t total = 0;
     while (total < count) {
+        if (total && cancelled(cancel))
+            return -1; /* a signal after some bytes: a short count, not EINTR */
         ssize_t n = write(fd, p + total, count - total);
         if (n < 0 && retry(cancel))
             continue;

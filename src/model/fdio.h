@@ -8,8 +8,10 @@
  *    caller's `cancel` flag (NULL: none) is set by then: the call fails with
  *    errno ECANCELED, so that a save asked to stop stops soon.
  *  - A short count (a pipe, a signal after some bytes) goes on from where it
- *    stopped, except in the *_some functions, which return what one call
- *    moved (a stream read without waiting for more).
+ *    stopped, unless the cancel flag is set (ECANCELED, as above: a signal
+ *    that arrives after some bytes gives a short count, not EINTR), except
+ *    in the *_some functions, which return what one call moved (a stream
+ *    read without waiting for more).
  *  - End of file ends a read early: the *_in_full reads return fewer bytes
  *    than asked (0 at the end). write() returning 0 is an error, EIO.
  *
