@@ -427,6 +427,13 @@ written:
     return e ? write_error(path, e, err) : RNNSTATE_OK;
 }
 
+void rnnstate_save_options_init(rnnstate_save_options *options)
+{
+    memset(options, 0, sizeof *options);
+    options->struct_size = sizeof *options;
+    options->sync = false; /* like cp: see rnnstate.h */
+}
+
 rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
                                          const rnnstate_save_options *options,
                                          rnnstate_error *err)
