@@ -377,7 +377,9 @@ static int write_to_special_file(const char *path, model_write_job *job)
     if (fd < 0)
         return errno;
     struct stat st;
-    int e = fstat(fd, &st) != 0 ? errno : S_ISREG(st.st_mode) ? EAGAIN : model_write_to_fd(job, fd);
+    int e = fstat(fd, &st) != 0   ? errno
+            : S_ISREG(st.st_mode) ? EAGAIN
+                                  : model_write_to_fd(job, fd);
     if (close(fd) != 0 && !e)
         e = errno;
     return e;
@@ -392,7 +394,8 @@ static rnnstate_status write_error(const char *path, int e, rnnstate_error *err)
  * link to anything but a regular file is refused, a device or FIFO written in
  * place, a regular file (or a link to one, replaced like mv does) replaced
  * keeping its mode, an absent target created. */
-static rnnstate_status write_atomically(const char *path, model_write_job *job, rnnstate_error *err)
+static rnnstate_status write_atomically(const char *path, model_write_job *job,
+                                        rnnstate_error *err)
 {
     struct stat lst;
     target t = { .replaced = false };
@@ -446,7 +449,7 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
     relocations r;
     st = relocate_external_data(model, path, &r, err);
     model_write_job job = { .model = model, .proto = relocated_model(model, &r), .options = &o,
-                     .path = path, .err = err, .status = RNNSTATE_OK };
+                            .path = path, .err = err, .status = RNNSTATE_OK };
     if (st == RNNSTATE_OK) /* after relocating: locations change sizes */
         st = model_write_check(model, job.proto, &job.sizes, err);
     if (st == RNNSTATE_OK)

@@ -207,7 +207,8 @@ rnnstate_status lazy_scan_file(int fd, uint64_t size, size_t min_bytes, const ch
         if ((st = next_field(r, size, &f, label, err)) != RNNSTATE_OK)
             break;
         uint64_t resume = r->pos;
-        if (f.number == ONNX_MODEL_GRAPH && f.wire == WIRE_LEN && graph.len == 0 && out->n_lazy == 0) {
+        if (f.number == ONNX_MODEL_GRAPH && f.wire == WIRE_LEN && graph.len == 0 &&
+            out->n_lazy == 0) {
             st = scan_graph(r, &f, min_bytes, out, &graph, label, err);
             sb_add_varint(&out->skeleton, WIRE_KEY(ONNX_MODEL_GRAPH, WIRE_LEN));
             sb_add_varint(&out->skeleton, graph.len);

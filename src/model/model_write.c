@@ -450,8 +450,8 @@ rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, cons
 {
     rnnstate_save_options defaults;
     rnnstate_save_options_init(&defaults);
-    model_write_job job = { .model = model, .proto = model->proto, .options = &defaults, .path = label,
-                     .err = err, .status = RNNSTATE_OK };
+    model_write_job job = { .model = model, .proto = model->proto, .options = &defaults,
+                            .path = label, .err = err, .status = RNNSTATE_OK };
     rnnstate_status st = model_write_check(model, job.proto, &job.sizes, err);
     if (st != RNNSTATE_OK)
         return st;
