@@ -43,7 +43,7 @@ ssize_t read_in_full(int fd, void *buf, size_t count, fdio_cancel cancel)
     unsigned char *p = buf;
     size_t total = 0;
     while (total < count) {
-        if (total && cancelled(cancel))
+        if (cancelled(cancel))
             return -1;
         ssize_t n = read_some(fd, p + total, count - total, cancel);
         if (n < 0)
@@ -60,7 +60,7 @@ ssize_t pread_in_full(int fd, void *buf, size_t count, uint64_t offset, fdio_can
     unsigned char *p = buf;
     size_t total = 0;
     while (total < count) {
-        if (total && cancelled(cancel))
+        if (cancelled(cancel))
             return -1;
         ssize_t n = pread_some(fd, p + total, count - total, offset + total, cancel);
         if (n < 0)
@@ -77,8 +77,8 @@ ssize_t write_in_full(int fd, const void *buf, size_t count, fdio_cancel cancel)
     const unsigned char *p = buf;
     size_t total = 0;
     while (total < count) {
-        if (total && cancelled(cancel))
-            return -1; /* a signal after some bytes: a short count, not EINTR */
+        if (cancelled(cancel))
+            return -1; /* also after a short count: a signal after some bytes is no EINTR */
         ssize_t n = write(fd, p + total, count - total);
         if (n < 0 && retry(cancel))
             continue;

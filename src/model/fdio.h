@@ -6,7 +6,9 @@
  *  - EINTR (a signal arrived; the command line installs its handlers without
  *    SA_RESTART, so that a blocked write returns) is retried, unless the
  *    caller's `cancel` flag (NULL: none) is set by then: the call fails with
- *    errno ECANCELED, so that a save asked to stop stops soon.
+ *    errno ECANCELED, so that a save asked to stop stops soon. The *_in_full
+ *    functions also look at the flag before each system call (a flag set
+ *    before the call, or between two pieces, is not missed).
  *  - A short count (a pipe, a signal after some bytes) goes on from where it
  *    stopped, unless the cancel flag is set (ECANCELED, as above: a signal
  *    that arrives after some bytes gives a short count, not EINTR), except

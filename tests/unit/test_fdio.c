@@ -133,6 +133,23 @@ static void test_write_in_full_stops_when_cancelled(void **state)
     close(p[1]);
 }
 
+/* A flag set before the call is not missed: nothing is written. */
+static void test_write_in_full_sees_a_flag_set_before_it(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    cancel_flag = 1;
+    errno = 0;
+    assert_int_equal(write_in_full(p[1], "x", 1, &cancel_flag), -1);
+    assert_int_equal(errno, ECANCELED);
+    int queued = -1;
+    ioctl(p[0], FIONREAD, &queued);
+    assert_int_equal(queued, 0);
+    close(p[0]);
+    close(p[1]);
+}
+
 /* Without a cancel flag, the same interrupted write goes on to the end. */
 static void *drain(void *arg)
 {
@@ -216,6 +233,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_read_in_full_retries_eintr_and_short_reads, setup),
         cmocka_unit_test_setup(test_write_in_full_stops_when_cancelled, setup),
+        cmocka_unit_test_setup(test_write_in_full_sees_a_flag_set_before_it, setup),
         cmocka_unit_test_setup(test_write_in_full_retries_eintr, setup),
         cmocka_unit_test_setup(test_pread_in_full_stops_at_end_of_file, setup),
         cmocka_unit_test_setup(test_write_errors_keep_their_errno, setup),
