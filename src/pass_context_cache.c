@@ -30,7 +30,8 @@ typedef struct cache_job {
     const context_need *need;
     Onnx__NodeProto *target; /* the Pad, or the node */
     size_t before;           /* where new nodes go */
-    const char *x;
+    const char *x;           /* the input the cache goes in front of (until rewired) */
+    bool cacheable;          /* measured: rank, type and dims known */
     int64_t rank;
     int32_t elem_type;
     dim_info dims[MAX_RANK];
@@ -218,8 +219,8 @@ static size_t node_position(const Onnx__GraphProto *g, const Onnx__NodeProto *n)
 /* Reads what the cache of `need` needs (its node, the input's rank, element
  * type and dimensions) into *j, before any cache changes the graph: a cache
  * rewires the input of a Pad or Conv that a later need's shapes are inferred
- * through. j->x is "" when the need cannot be cached (a blocker is
- * reported). False when out of memory. */
+ * through. j->cacheable is false when the need cannot be cached (a blocker
+ * is reported). False when out of memory. */
 static bool measure(rewrite_ctx *ctx, const elem_types *types, const context_need *need,
                     cache_job *j)
 {
@@ -243,6 +244,7 @@ static bool measure(rewrite_ctx *ctx, const elem_types *types, const context_nee
         return true;
     }
     j->x = x;
+    j->cacheable = true;
     bool ok = true;
     for (int64_t i = 0; ok && i < j->rank; i++)
         ok = infer_dim(main_scope, x, i, &j->dims[i]);
@@ -302,8 +304,8 @@ rnnstate_status pass_context_cache(rewrite_ctx *ctx)
         ok = measure(ctx, &types, &a->needs[measured], &jobs[measured]);
     elem_types_free(&types);
     for (size_t i = 0; ok && i < measured; i++) {
-        ok = !*jobs[i].x || cache_one(&jobs[i], op_count_before(a, i));
-        added += ok && *jobs[i].x;
+        ok = !jobs[i].cacheable || cache_one(&jobs[i], op_count_before(a, i));
+        added += ok && jobs[i].cacheable;
     }
     for (size_t i = 0; i < measured; i++)
         job_clear(&jobs[i]);

@@ -6,7 +6,11 @@
 #   3. builds without sanitizers and runs the command line under valgrind
 #      (memcheck, full leak check) on representative models: PyTorch exports,
 #      ONNX backend test models, weights left in the file, corrupt and hostile
-#      files; and the linear-time check (callgrind instruction counts);
+#      files; then the tests labelled slow, which the README's test command
+#      leaves out (tests/labels.cmake): corruption (bad_input.corruption), the
+#      linear-time check (bad_input.scaling: callgrind instruction counts),
+#      the JS readers' short fuzz (verify.fuzz_reader), one at a time with an
+#      hour each;
 #   4. builds the libFuzzer target with clang and fuzzes for FUZZ_SECONDS
 #      (default 120) from the seed corpus, and fuzzes the JS readers of
 #      rnnstate-verify as long (where node is installed); any finding
@@ -184,12 +188,26 @@ step "ASan+UBSan: unit tests" asan_ctest '^unit\.' unit
 step "ASan+UBSan: command-line tests" asan_ctest '^(cli|cli\..*|lazy\..*)$' cli
 step "ASan+UBSan: bad input, failing I/O, regressions, fuzz replay" asan_ctest '^(bad_input|fuzz)\.' bad_input
 
+# the targets of the valgrind runs and of the slow tests (label slow)
 step "plain build" build "$plain" -DRNNSTATE_SANITIZE=OFF -- rnnstate-rewrite make-bad-models failing_io
+
+# The slow tests (tests/labels.cmake), left out of the README's test command:
+# one at a time, so that they do not stretch each other, within their own
+# limits (an hour each: only a hang reaches it).
+slow_ctest() {
+  (cd "$plain" && ctest --output-on-failure -j 1 -L '^slow$') > "$plain.ctest-slow.log" 2>&1
+  local st=$?
+  grep -E '^ *[0-9]+/[0-9]+ Test|tests passed|tests failed' "$plain.ctest-slow.log"
+  if ! grep -q 'bad_input.scaling' "$plain.ctest-slow.log"; then
+    echo "  the slow tests did not include bad_input.scaling"; st=1
+  fi
+  [ $st -eq 0 ] || grep -E '^FAIL' "$plain.ctest-slow.log" | head -40
+  return $st
+}
 if command -v valgrind > /dev/null; then
   step "valgrind memcheck on representative models" valgrind_runs
-  step "linear time and memory (callgrind, massif, realloc copy volume, strace)" \
-    bash "$root/tests/bad_input/scaling.sh" "$plain/rnnstate-rewrite" "$plain/tests/bad_input/make-bad-models" \
-      "$plain/tests/bad_input/libfailing_io.so"
+  step "slow tests (ctest -L slow): corruption, linear time and memory (callgrind, massif, realloc copy volume, strace), JS readers' fuzz" \
+    slow_ctest
 else
   echo "valgrind missing: valgrind steps not run"; failed=$((failed + 1))
 fi

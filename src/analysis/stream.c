@@ -52,6 +52,15 @@ int stream_symbol(stream_walk *w, const char *key)
     int id = strmap_get(&w->symbols, key);
     if (id >= 0)
         return id;
+    size_t at = (size_t)w->n_symbols;
+    char *param = strncmp(key, "p:", 2) ? NULL : strdup(key + 2);
+    if ((!param && !strncmp(key, "p:", 2)) ||
+        !stream_grow((void **)&w->symbol_params, at, sizeof *w->symbol_params)) {
+        free(param);
+        w->oom = true;
+        return SYM_TIME + 1 + (int)at; /* never stored: equal to nothing */
+    }
+    w->symbol_params[at] = param;
     id = SYM_TIME + 1 + w->n_symbols++;
     if (!strmap_put(&w->symbols, key, id))
         w->oom = true;
@@ -105,6 +114,12 @@ int stream_recurrent_class(const stream_analysis *a, const Onnx__NodeProto *node
 {
     size_t c = 0;
     return ptrmap_get(&a->classes, node, &c) ? (int)c : 0;
+}
+
+const char *stream_batch_name(const stream_analysis *a, const Onnx__NodeProto *node)
+{
+    size_t i;
+    return ptrmap_get(&a->batch_names, node, &i) ? a->names[i] : NULL;
 }
 
 /* ---- node handlers' helpers ---------------------------------------------- */
@@ -200,31 +215,40 @@ static void visit_node(stream_walk *w, const scope *s, const Onnx__NodeProto *n)
     if (has_subgraph(n)) {
         subgraph_probe probe = { w, s, false };
         for_each_subgraph(n, probe_subgraph, &probe);
-        if (probe.time || v.time_inputs)
-            return unknown_op(w, &v, "a subgraph op on time-carrying values is not analysed");
+        if (probe.time || v.time_inputs) {
+            unknown_op(w, &v, "a subgraph op on time-carrying values is not analysed");
+            return;
+        }
         return;
     }
     if (!v.time_inputs)
         return; /* nothing here varies along time */
-    if (unknown_input)
-        return set_outputs(w, &v, (time_state){ .kind = T_UNKNOWN });
+    if (unknown_input) {
+        set_outputs(w, &v, (time_state){ .kind = T_UNKNOWN });
+        return;
+    }
     const recurrent_op *op = recurrent_op_of(n);
-    if (op)
-        return on_recurrent(w, &v, op);
+    if (op) {
+        on_recurrent(w, &v, op);
+        return;
+    }
     node_handler h = handler_of(n);
     if (!h) {
         char why[160];
         snprintf(why, sizeof why, "the analysis does not know how %.64s treats the time axis",
                  op_name(n));
-        return unknown_op(w, &v, why);
+        unknown_op(w, &v, why);
+        return;
     }
     /* a Slice may keep the last frames of a cache Concat (the model's own cache) */
     bool window = h == on_conv || h == on_pad || h == on_slice;
     if (!window && refuse_padded(w, &v, &v.in0))
         return;
     bool first_is_time = carries_time(&(time_state){ .kind = get_state(w, s, node_input(n, 0)).kind });
-    if (!first_is_time && h != on_elementwise && h != on_matmul && h != on_concat)
-        return unknown_op(w, &v, "time reaches it through an input other than its first");
+    if (!first_is_time && h != on_elementwise && h != on_matmul && h != on_concat) {
+        unknown_op(w, &v, "time reaches it through an input other than its first");
+        return;
+    }
     h(w, &v);
 }
 
@@ -259,6 +283,7 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
 {
     memset(out, 0, sizeof *out);
     out->classes = (ptrmap)PTRMAP_INIT;
+    out->batch_names = (ptrmap)PTRMAP_INIT;
     out->chunk_multiple = 1;
     if (!n_sources || !tree->n)
         return true;
@@ -274,6 +299,9 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
     if (!w.oom)
         check_outputs(&w, main_scope);
     strmap_free(&w.symbols);
+    for (int i = 0; i < w.n_symbols; i++)
+        free(w.symbol_params[i]);
+    free(w.symbol_params);
     strmap_free(&w.shaped_keys);
     free(w.shaped);
     ptrmap_free(&w.chomps);
@@ -294,8 +322,12 @@ void stream_analysis_free(stream_analysis *a)
         free(a->needs[i].op);
         free(a->needs[i].name);
     }
+    for (size_t i = 0; i < a->n_names; i++)
+        free(a->names[i]);
     free(a->blockers);
     free(a->needs);
+    free(a->names);
     ptrmap_free(&a->classes);
+    ptrmap_free(&a->batch_names);
     memset(a, 0, sizeof *a);
 }

@@ -31,11 +31,15 @@ void on_elementwise(stream_walk *w, const node_view *v)
         if (!carries_time(&t))
             continue;
         int64_t r = rank_of_value(v->s, in);
-        if (r < 0 || out_rank < 0)
-            return unknown_op(w, v, "the ranks of its inputs are not known");
+        if (r < 0 || out_rank < 0) {
+            unknown_op(w, v, "the ranks of its inputs are not known");
+            return;
+        }
         time_state here = time_moved(t, (int)(t.axis + out_rank - r));
-        if (out.kind != T_NONE && out.axis != here.axis)
-            return unknown_op(w, v, "its inputs carry time on different axes");
+        if (out.kind != T_NONE && out.axis != here.axis) {
+            unknown_op(w, v, "its inputs carry time on different axes");
+            return;
+        }
         if (out.kind == T_NONE || here.pad_front || here.pad_back)
             out = here;
         out.scale = t.scale > out.scale ? t.scale : out.scale;
@@ -49,13 +53,18 @@ void on_transpose(stream_walk *w, const node_view *v)
     const Onnx__AttributeProto *perm = node_attr(v->n, "perm");
     int64_t r = rank_of_value(v->s, node_input(v->n, 0));
     if (!perm || !perm->n_ints) {
-        if (r < 0)
-            return unknown_op(w, v, "the rank of its input is not known");
-        return set_outputs(w, v, time_moved(t, (int)(r - 1 - t.axis)));
+        if (r < 0) {
+            unknown_op(w, v, "the rank of its input is not known");
+            return;
+        }
+        set_outputs(w, v, time_moved(t, (int)(r - 1 - t.axis)));
+        return;
     }
     for (size_t i = 0; i < perm->n_ints; i++)
-        if (perm->ints[i] == t.axis)
-            return set_outputs(w, v, time_moved(t, (int)i));
+        if (perm->ints[i] == t.axis) {
+            set_outputs(w, v, time_moved(t, (int)i));
+            return;
+        }
     unknown_op(w, v, "its perm does not name the time axis");
 }
 
@@ -72,8 +81,10 @@ void on_squeeze(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
-    if (r < 0 || !axes_of(v, r, &axes, &n))
-        return unknown_op(w, v, "its axes or the rank of its input are not known");
+    if (r < 0 || !axes_of(v, r, &axes, &n)) {
+        unknown_op(w, v, "its axes or the rank of its input are not known");
+        return;
+    }
     int before = 0;
     bool hit = false;
     for (size_t i = 0; i < n; i++) {
@@ -83,7 +94,8 @@ void on_squeeze(stream_walk *w, const node_view *v)
     free(axes);
     if (hit) {
         stream_block(w, v->s, v->n, false, "removes the time axis");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     set_outputs(w, v, time_moved(v->in0, v->in0.axis - before));
 }
@@ -92,8 +104,10 @@ void on_unsqueeze(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
-    if (r < 0 || !node_ints(v->s, v->n, "axes", 1, &axes, &n))
-        return unknown_op(w, v, "its axes or the rank of its input are not known");
+    if (r < 0 || !node_ints(v->s, v->n, "axes", 1, &axes, &n)) {
+        unknown_op(w, v, "its axes or the rank of its input are not known");
+        return;
+    }
     int64_t out_rank = r + (int64_t)n, axis = 0, in_axis = 0;
     for (; axis < out_rank; axis++) {
         bool inserted = false;
@@ -110,8 +124,10 @@ void on_reshape(stream_walk *w, const node_view *v)
 {
     const char *x = node_input(v->n, 0);
     shape_expr out;
-    if (!shape_of(w, v->s, node_input(v->n, 1), &out, 0))
-        return unknown_op(w, v, "its target shape is computed in a way the analysis cannot follow");
+    if (!shape_of(w, v->s, node_input(v->n, 1), &out, 0)) {
+        unknown_op(w, v, "its target shape is computed in a way the analysis cannot follow");
+        return;
+    }
     int64_t r = rank_of_value(v->s, x);
     int minus_one = -1;
     mono others = mono_int(1);
@@ -128,8 +144,10 @@ void on_reshape(stream_walk *w, const node_view *v)
         out.v[minus_one] = mono_div(product_of_dims(w, v->s, x, r), others);
     remember_shape(w, v->s, node_output(v->n, 0), &out);
     time_state t = locate_time(&v->in0, before_time(w, v->s, x, &v->in0), &out, v->n);
-    if (t.kind == T_UNKNOWN)
-        return unknown_op(w, v, "the time axis cannot be followed through this Reshape");
+    if (t.kind == T_UNKNOWN) {
+        unknown_op(w, v, "the time axis cannot be followed through this Reshape");
+        return;
+    }
     set_outputs(w, v, t);
 }
 
@@ -138,8 +156,10 @@ void on_flatten(stream_walk *w, const node_view *v)
     const char *x = node_input(v->n, 0);
     int64_t r = rank_of_value(v->s, x), k = node_attr_int(v->n, "axis", 1);
     k = k < 0 ? k + r : k;
-    if (r < 0)
-        return unknown_op(w, v, "the rank of its input is not known");
+    if (r < 0) {
+        unknown_op(w, v, "the rank of its input is not known");
+        return;
+    }
     shape_expr out = { .n = 2, .v = { mono_int(1), mono_int(1) } };
     for (int64_t i = 0; i < r; i++)
         out.v[i < k ? 0 : 1] = mono_mul(out.v[i < k ? 0 : 1],
@@ -147,8 +167,10 @@ void on_flatten(stream_walk *w, const node_view *v)
                                             ? mono_sym(SYM_TIME)
                                             : dim_mono(w, v->s, x, i));
     time_state t = locate_time(&v->in0, before_time(w, v->s, x, &v->in0), &out, v->n);
-    if (t.kind == T_UNKNOWN)
-        return unknown_op(w, v, "the time axis cannot be followed through this Flatten");
+    if (t.kind == T_UNKNOWN) {
+        unknown_op(w, v, "the time axis cannot be followed through this Flatten");
+        return;
+    }
     set_outputs(w, v, t);
 }
 
@@ -164,22 +186,29 @@ void on_concat(stream_walk *w, const node_view *v)
     }
     int64_t r = rank_of_value(v->s, first), c = node_attr_int(v->n, "axis", 0);
     c = c < 0 && r >= 0 ? c + r : c;
-    if (c != t.axis || t.kind != T_AXIS)
-        return set_outputs(w, v, t);
+    if (c != t.axis || t.kind != T_AXIS) {
+        set_outputs(w, v, t);
+        return;
+    }
     int64_t cached = 0;
     for (size_t i = 0; i < v->n->n_input; i++) {
         const char *in = node_input(v->n, i);
         time_state o = get_state(w, v->s, in);
-        if (o.kind != T_NONE && in != first)
-            return unknown_op(w, v, "joins several sequences along time");
+        if (o.kind != T_NONE && in != first) {
+            unknown_op(w, v, "joins several sequences along time");
+            return;
+        }
         dim_info d = { 0 };
         if (o.kind == T_NONE && (!infer_dim(v->s, in, c, &d) || !d.known || d.param)) {
             dim_info_clear(&d);
-            return unknown_op(w, v, "puts frames of unknown length before the time axis");
+            unknown_op(w, v, "puts frames of unknown length before the time axis");
+            return;
         }
         cached += o.kind == T_NONE ? d.value : 0;
-        if (o.kind == T_NONE && in == node_input(v->n, v->n->n_input - 1))
-            return unknown_op(w, v, "appends frames after the time axis");
+        if (o.kind == T_NONE && in == node_input(v->n, v->n->n_input - 1)) {
+            unknown_op(w, v, "appends frames after the time axis");
+            return;
+        }
     }
     t.pad_front += cached;
     t.front_cached = true;
@@ -192,7 +221,8 @@ void on_split(stream_walk *w, const node_view *v)
     c = c < 0 && r >= 0 ? c + r : c;
     if (c == v->in0.axis) {
         stream_block(w, v->s, v->n, false, "splits the sequence along time");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     set_outputs(w, v, v->in0);
 }
@@ -251,10 +281,13 @@ void on_gather(stream_walk *w, const node_view *v)
     g = g < 0 && r >= 0 ? g + r : g;
     if (g == v->in0.axis) {
         stream_block(w, v->s, v->n, false, "picks frames out of the sequence (Gather along time)");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
-    if (v->in0.axis > g && q < 0)
-        return unknown_op(w, v, "the rank of its indices is not known");
+    if (v->in0.axis > g && q < 0) {
+        unknown_op(w, v, "the rank of its indices is not known");
+        return;
+    }
     set_outputs(w, v, time_moved(v->in0, (int)(v->in0.axis < g ? v->in0.axis : v->in0.axis - 1 + q)));
 }
 
@@ -265,8 +298,10 @@ void on_expand(stream_walk *w, const node_view *v)
     shape_expr sh;
     if (out_rank < 0 && shape_of(w, v->s, node_input(v->n, 1), &sh, 0))
         out_rank = (int64_t)sh.n;
-    if (r < 0 || out_rank < 0)
-        return unknown_op(w, v, "the rank of its output is not known");
+    if (r < 0 || out_rank < 0) {
+        unknown_op(w, v, "the rank of its output is not known");
+        return;
+    }
     out_rank = out_rank > r ? out_rank : r;
     set_outputs(w, v, time_moved(v->in0, (int)(v->in0.axis + out_rank - r)));
 }
@@ -276,8 +311,10 @@ void on_pad(stream_walk *w, const node_view *v)
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *pads = NULL, *axes = NULL;
     size_t n = 0, na = 0;
     if (r < 0 || !(node_ints(v->s, v->n, "pads", 1, &pads, &n) ||
-                   fold_int64s(v->s, node_input(v->n, 1), &pads, &n)))
-        return unknown_op(w, v, "its pads are not constant");
+                   fold_int64s(v->s, node_input(v->n, 1), &pads, &n))) {
+        unknown_op(w, v, "its pads are not constant");
+        return;
+    }
     bool with_axes = v->n->n_input > 3 && *node_input(v->n, 3) &&
                      node_ints(v->s, v->n, "", 3, &axes, &na);
     size_t m = with_axes ? na : (size_t)r;
@@ -298,18 +335,21 @@ void on_pad(stream_walk *w, const node_view *v)
     if ((front || back) && strcmp(mode, "constant")) {
         stream_block(w, v->s, v->n, false, "pads along time with %s values (%lld before, %lld after)",
               mode, (long long)front, (long long)back);
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     const Onnx__TensorProto *fill =
         v->n->n_input > 2 ? scope_tensor_data(v->s, constant_tensor(v->s, node_input(v->n, 2)))
                           : NULL;
     if ((front || back) && fill && !tensor_is_zero(fill)) {
         stream_block(w, v->s, v->n, false, "pads along time with a value other than zero");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (front < 0 || back < 0) {
         stream_block(w, v->s, v->n, false, "crops frames along time");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     t.pad_front += front;
     t.pad_back += back;

@@ -109,31 +109,36 @@ static void classify_window(stream_walk *w, const node_view *v, const time_state
         stream_block(w, v->s, v->n, false, "looks %lld frame%s ahead: pads %lld,%lld along time "
               "(kernel %lld, dilation %lld)", (long long)ahead, ahead == 1 ? "" : "s",
               (long long)begin, (long long)end, (long long)win.kernel, (long long)win.dilation);
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (end > 0) {
         stream_block(w, v->s, v->n, false, "adds %lld frame%s after the sequence: pads %lld,%lld along "
               "time", (long long)end, end == 1 ? "" : "s", (long long)begin, (long long)end);
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (begin > span) {
         stream_block(w, v->s, v->n, false, "delays the sequence: pads %lld frames before a kernel "
               "that spans %lld", (long long)begin, (long long)(span + 1));
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (win.stride > 1)
         need_multiple(w, t->scale * win.stride);
     const char *refused = t->pad_front ? NULL : zero_cache_refused(v, &win);
     if (refused) {
         stream_block(w, v->s, v->n, false, "%s", refused);
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     if (span && !t->front_cached) {
         if (v->s->parent || (t->pad_front && win.begin)) {
             stream_block(w, v->s, v->n, false, "needs %lld frame(s) of the previous call, %s",
                   (long long)span, v->s->parent ? "inside a subgraph (not cached)"
                                                 : "padded twice (not cached)");
-            return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+            set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+            return;
         }
         record_need(w, v, t, span);
     }
@@ -144,26 +149,38 @@ void on_conv(stream_walk *w, const node_view *v)
 {
     time_state t = v->in0;
     int64_t r = rank_of_value(v->s, node_input(v->n, 0));
-    if (t.axis == 0)
-        return set_outputs(w, v, t); /* time in the batch: frame by frame */
-    if (r < 3)
-        return unknown_op(w, v, "the rank of its input is not known");
+    if (t.axis == 0) {
+        set_outputs(w, v, t); /* time in the batch: frame by frame */
+        return;
+    }
+    if (r < 3) {
+        unknown_op(w, v, "the rank of its input is not known");
+        return;
+    }
     if (t.kind == T_MERGED || t.axis == 1) {
         stream_block(w, v->s, v->n, false, "mixes %s", t.axis == 1 ? "all frames (time is its channel axis)"
                                                          : "time merged with another axis");
-        return set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
+        return;
     }
     window win;
     int spatial = (int)r - 2, i = t.axis - 2;
-    if (!window_of(v, i, spatial, &win))
-        return unknown_op(w, v, "its kernel size along time is not known");
-    if (!window_resolve_auto_pad(v->n, -1, &win))
-        return unknown_op(w, v, "auto_pad with a stride along time is not analysed");
+    if (!window_of(v, i, spatial, &win)) {
+        unknown_op(w, v, "its kernel size along time is not known");
+        return;
+    }
+    if (!window_resolve_auto_pad(v->n, -1, &win)) {
+        unknown_op(w, v, "auto_pad with a stride along time is not analysed");
+        return;
+    }
     if (node_op_is(v->n, "ConvTranspose")) {
         if (win.kernel == 1 && win.stride == 1 && !win.begin && !win.end && !t.pad_front &&
-            !t.pad_back)
-            return set_outputs(w, v, t);
-        return unknown_op(w, v, "a transposed convolution along time is not analysed");
+            !t.pad_back) {
+            set_outputs(w, v, t);
+            return;
+        }
+        unknown_op(w, v, "a transposed convolution along time is not analysed");
+        return;
     }
     if (win.end && win.stride == 1 && !t.pad_back) {
         const Onnx__NodeProto *chomp = chomp_after(v, t.axis, win.end);
@@ -172,15 +189,19 @@ void on_conv(stream_walk *w, const node_view *v)
             win.end = 0;
         }
     }
-    if (node_attr_int(v->n, "ceil_mode", 0) && win.stride > 1)
-        return unknown_op(w, v, "ceil_mode with a stride along time is not analysed");
+    if (node_attr_int(v->n, "ceil_mode", 0) && win.stride > 1) {
+        unknown_op(w, v, "ceil_mode with a stride along time is not analysed");
+        return;
+    }
     classify_window(w, v, &t, win);
 }
 
 static void on_global_pool(stream_walk *w, const node_view *v)
 {
-    if (v->in0.axis <= 1)
-        return set_outputs(w, v, v->in0);
+    if (v->in0.axis <= 1) {
+        set_outputs(w, v, v->in0);
+        return;
+    }
     stream_block(w, v->s, v->n, false, "pools over the whole time axis");
     set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });
 }
@@ -207,14 +228,20 @@ void on_matmul(stream_walk *w, const node_view *v)
     time_state ta = get_state(w, v->s, a), tb = get_state(w, v->s, b);
     int64_t ra = rank_of_value(v->s, a), rb = rank_of_value(v->s, b);
     bool gemm = node_op_is(v->n, "Gemm");
-    if (carries_time(&tb))
-        return whole_sequence(w, v, carries_time(&ta)
+    if (carries_time(&tb)) {
+        whole_sequence(w, v, carries_time(&ta)
                                         ? "multiplies frames with frames (attention across time)"
                                         : "multiplies across the time axis");
-    if (ra < 0 || (gemm && node_attr_int(v->n, "transA", 0)))
-        return unknown_op(w, v, "the rank of its first input is not known");
-    if (ta.axis == ra - 1)
-        return whole_sequence(w, v, "sums over the time axis (%s)", op_name(v->n));
+        return;
+    }
+    if (ra < 0 || (gemm && node_attr_int(v->n, "transA", 0))) {
+        unknown_op(w, v, "the rank of its first input is not known");
+        return;
+    }
+    if (ta.axis == ra - 1) {
+        whole_sequence(w, v, "sums over the time axis (%s)", op_name(v->n));
+        return;
+    }
     int64_t out_rank = gemm ? 2 : (ra > rb ? ra : rb);
     set_outputs(w, v, time_moved(ta, (int)(ta.axis + out_rank - ra)));
 }
@@ -224,22 +251,30 @@ static void on_axis_op(stream_walk *w, const node_view *v, int64_t fallback, con
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", fallback);
     a = a < 0 && r >= 0 ? a + r : a;
-    if (a < 0)
-        return unknown_op(w, v, "the rank of its input is not known");
-    if (a == v->in0.axis)
-        return whole_sequence(w, v, "%s over the time axis", what);
+    if (a < 0) {
+        unknown_op(w, v, "the rank of its input is not known");
+        return;
+    }
+    if (a == v->in0.axis) {
+        whole_sequence(w, v, "%s over the time axis", what);
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
 static void on_softmax(stream_walk *w, const node_view *v)
 {
-    if (w->opset >= 13)
-        return on_axis_op(w, v, -1, "normalises");
+    if (w->opset >= 13) {
+        on_axis_op(w, v, -1, "normalises");
+        return;
+    }
     /* before opset 13: over every axis from `axis` (default 1) on */
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", 1);
     a = a < 0 && r >= 0 ? a + r : a;
-    if (v->in0.axis >= a)
-        return whole_sequence(w, v, "normalises over the time axis");
+    if (v->in0.axis >= a) {
+        whole_sequence(w, v, "normalises over the time axis");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
@@ -247,19 +282,25 @@ static void on_layer_norm(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), a = node_attr_int(v->n, "axis", -1);
     a = a < 0 && r >= 0 ? a + r : a;
-    if (a < 0)
-        return unknown_op(w, v, "the rank of its input is not known");
-    if (v->in0.axis >= a)
-        return whole_sequence(w, v, "normalises over axes that include time (axis %lld on)",
+    if (a < 0) {
+        unknown_op(w, v, "the rank of its input is not known");
+        return;
+    }
+    if (v->in0.axis >= a) {
+        whole_sequence(w, v, "normalises over axes that include time (axis %lld on)",
                               (long long)a);
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
 static void on_instance_norm(stream_walk *w, const node_view *v)
 {
     bool group = node_op_is(v->n, "GroupNormalization");
-    if (v->in0.axis >= (group ? 1 : 2))
-        return whole_sequence(w, v, "%s normalisation over time", group ? "group" : "instance");
+    if (v->in0.axis >= (group ? 1 : 2)) {
+        whole_sequence(w, v, "%s normalisation over time", group ? "group" : "instance");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
@@ -268,8 +309,10 @@ static void on_reduce(stream_walk *w, const node_view *v)
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *axes = NULL;
     size_t n = 0;
     bool all = !axes_of(v, r, &axes, &n) || n == 0;
-    if (all && node_attr_int(v->n, "noop_with_empty_axes", 0))
-        return set_outputs(w, v, v->in0);
+    if (all && node_attr_int(v->n, "noop_with_empty_axes", 0)) {
+        set_outputs(w, v, v->in0);
+        return;
+    }
     int before = 0;
     bool hit = all;
     for (size_t i = 0; i < n; i++) {
@@ -281,7 +324,8 @@ static void on_reduce(stream_walk *w, const node_view *v)
         char op[32];
         snprintf(op, sizeof op, "%s", op_name(v->n) + 6); /* "ReduceMean" -> "mean" */
         op[0] = (char)(op[0] >= 'A' && op[0] <= 'Z' ? op[0] - 'A' + 'a' : op[0]);
-        return whole_sequence(w, v, "%s over the time axis", *op ? op : "reduces");
+        whole_sequence(w, v, "%s over the time axis", *op ? op : "reduces");
+        return;
     }
     set_outputs(w, v, time_moved(v->in0, node_attr_int(v->n, "keepdims", 1) ? v->in0.axis
                                                                        : v->in0.axis - before));
@@ -291,12 +335,16 @@ static void on_cumsum(stream_walk *w, const node_view *v)
 {
     int64_t r = rank_of_value(v->s, node_input(v->n, 0)), *a = NULL;
     size_t n = 0;
-    if (!const_ints(v->s, node_input(v->n, 1), &a, &n) || n != 1)
-        return unknown_op(w, v, "its axis is not constant");
+    if (!const_ints(v->s, node_input(v->n, 1), &a, &n) || n != 1) {
+        unknown_op(w, v, "its axis is not constant");
+        return;
+    }
     int64_t axis = a[0] < 0 ? a[0] + r : a[0];
     free(a);
-    if (axis == v->in0.axis)
-        return whole_sequence(w, v, "running sums across time (CumSum) are not carried");
+    if (axis == v->in0.axis) {
+        whole_sequence(w, v, "running sums across time (CumSum) are not carried");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 
@@ -310,12 +358,40 @@ static void on_resize(stream_walk *w, const node_view *v)
         scale = t->float_data[v->in0.axis];
     else if (t && t->has_raw_data && t->raw_data.len >= 4 * ((size_t)v->in0.axis + 1))
         memcpy(&scale, t->raw_data.data + 4 * v->in0.axis, sizeof scale);
-    if (scale == 1.0f)
-        return set_outputs(w, v, v->in0);
+    if (scale == 1.0f) {
+        set_outputs(w, v, v->in0);
+        return;
+    }
     whole_sequence(w, v, "resamples along time");
 }
 
 /* ---- recurrent nodes ------------------------------------------------------------------ */
+
+/* The node's batch as "NAME" or "NAME*K" when it is K times one named
+ * dimension (and the graph declares no name for it). */
+static void record_batch_name(stream_walk *w, const node_view *v, int batch_axis)
+{
+    const char *x = node_input(v->n, 0);
+    dim_info d = { 0 };
+    bool declared = infer_dim(v->s, x, batch_axis, &d) && d.known;
+    dim_info_clear(&d);
+    mono m = declared ? (mono){ .ok = false } : dim_mono(w, v->s, x, batch_axis);
+    int at = m.ok && m.n == 1 && m.coef >= 1 ? m.sym[0] - SYM_TIME - 1 : -1;
+    const char *param = at >= 0 && at < w->n_symbols ? w->symbol_params[at] : NULL;
+    if (!param)
+        return;
+    stream_analysis *a = w->out;
+    char buf[300];
+    snprintf(buf, sizeof buf, m.coef == 1 ? "%.250s" : "%.250s*%lld", param, (long long)m.coef);
+    char *name = strdup(buf);
+    if (!name || !stream_grow((void **)&a->names, a->n_names, sizeof *a->names) ||
+        !ptrmap_put(&a->batch_names, v->n, a->n_names)) {
+        free(name);
+        w->oom = true;
+        return;
+    }
+    a->names[a->n_names++] = name;
+}
 
 void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op *op)
 {
@@ -325,19 +401,24 @@ void on_recurrent(stream_walk *w, const node_view *v, const recurrent_op *op)
     char buf[32];
     const char *dir = node_attr_string(v->n, "direction", buf, sizeof buf);
     if (t.axis == seq && t.kind == T_AXIS) {
-        if (dir && strcmp(dir, "forward"))
-            return whole_sequence(w, v, "%s %s: its backward direction reads the sequence from "
+        if (dir && strcmp(dir, "forward")) {
+            whole_sequence(w, v, "%s %s: its backward direction reads the sequence from "
                                         "its end",
                                   strcmp(dir, "reverse") ? "bidirectional" : "reverse", op->name);
+            return;
+        }
         w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_ALONG_TIME);
+        record_batch_name(w, v, batch);
         y.axis = batch_first ? 1 : 0;
         set_state(w, v->s, node_output(v->n, 0), y);
         for (size_t i = 1; i < v->n->n_output; i++)
             set_state(w, v->s, node_output(v->n, i), (time_state){ .kind = T_NONE });
         return;
     }
-    if (t.axis != batch)
-        return whole_sequence(w, v, "mixes time into its features");
+    if (t.axis != batch) {
+        whole_sequence(w, v, "mixes time into its features");
+        return;
+    }
     w->oom |= !ptrmap_put(&w->out->classes, v->n, STREAM_PER_FRAME);
     y.axis = batch_first ? 0 : 2; /* Y is [T, D, B, H] or [B, T, D, H] */
     h.axis = batch_first ? 0 : 1; /* Y_h is [D, B, H] or [B, D, H] */
@@ -363,8 +444,10 @@ static void on_tile(stream_walk *w, const node_view *v)
     bool once = const_ints(v->s, node_input(v->n, 1), &rep, &n) && (size_t)v->in0.axis < n &&
                 rep[v->in0.axis] == 1;
     free(rep);
-    if (!once)
-        return whole_sequence(w, v, "repeats the sequence along time");
+    if (!once) {
+        whole_sequence(w, v, "repeats the sequence along time");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 static void on_range(stream_walk *w, const node_view *v)
@@ -377,8 +460,10 @@ static void on_mvn(stream_walk *w, const node_view *v)
 }
 static void on_lrn(stream_walk *w, const node_view *v)
 {
-    if (v->in0.axis == 1)
-        return whole_sequence(w, v, "normalises across neighbouring frames");
+    if (v->in0.axis == 1) {
+        whole_sequence(w, v, "normalises across neighbouring frames");
+        return;
+    }
     set_outputs(w, v, v->in0);
 }
 

@@ -49,6 +49,7 @@ typedef struct stream_walk {
     stream_analysis *out;
     strmap symbols;
     int n_symbols;
+    char **symbol_params; /* by symbol id - SYM_TIME - 1: the dim name of a "p:" key, or NULL */
     /* The dims of Reshape outputs as monomials, by dim_key, into `shaped`:
      * a dimension inferred from nothing else is known from its Reshape. */
     strmap shaped_keys;

@@ -1,12 +1,9 @@
-# Shared by the bad-input scripts (sourced). Provides a scratch directory
-# $work, pass/fail counters, and helpers that run the tool and check what it
-# left behind. Every run goes through `timeout`, so a hang is a failure, and
-# its stderr is searched for sanitizer and valgrind reports.
-set -u
-passed=0 failed=0
-work=$(mktemp -d "${TMPDIR:-/tmp}/rnnstate-bad.XXXXXX")
-chmod 755 "$work"
-trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+# Shared by the bad-input scripts (sourced). On the harness of every test
+# script (tests/cli/lib.sh: a scratch directory $work, pass, fail, finish),
+# adds helpers that run the tool and check what it left behind. Every run
+# goes through `timeout`, so a hang is a failure, and its stderr is searched
+# for sanitizer and valgrind reports.
+source "$(dirname "${BASH_SOURCE[0]}")/../cli/lib.sh"
 
 # How long one run may take before it counts as a hang (seconds).
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
@@ -14,15 +11,6 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 # Sanitizers must abort with a distinct status and report in stderr.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}abort_on_error=1:detect_leaks=1"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1"
-
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
-
-finish() {
-  echo "$passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-  exit $?
-}
 
 # True when the binary carries a sanitizer runtime (valgrind and ulimit -v
 # do not mix with it).

@@ -5,14 +5,8 @@
 # run tests the same bytes)
 # Every bad-input case asserts the exit status, a one-line error on stderr
 # that names the file, and that no output file exists afterwards.
-set -u
 tool=$1 models=$2 gen=$3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+source "$(dirname "$0")/lib.sh" # $work, pass, fail, finish (the harness of every test script)
 
 # run NAME EXPECTED_STATUS ARGS...: runs the tool, keeps stdout/stderr in $out/$err
 run() {
@@ -125,5 +119,4 @@ run "unknown option" 2 --frobnicate "$good" && case "$err" in *"unknown option '
 run "missing value" 2 "$good" -o && case "$err" in *"needs a value"*) pass "missing option value: exit 2" ;; *) fail "missing value" "$err" ;; esac
 run "bad mode" 2 "$good" --state-inputs=sometimes && case "$err" in *"'optional' or 'required'"*) pass "bad --state-inputs: exit 2" ;; *) fail "bad mode" "$err" ;; esac
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

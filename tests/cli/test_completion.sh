@@ -4,11 +4,8 @@
 #   test_completion.sh TOOL COMPLETION_FILE
 # The completion itself runs only where bash-completion is installed (it
 # provides _init_completion); the option list is checked everywhere.
-set -u
 tool=$1 completion=$2
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+source "$(dirname "$0")/lib.sh" # $work, pass, fail, finish (the harness of every test script)
 
 # the options of --help: "-o, --output FILE", "--state-inputs=MODE", ...
 options=$("$tool" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z0-9-]+' | tr ',' '\n' | tr -d ' ' | sort -u)
@@ -56,5 +53,4 @@ else
   echo "SKIP running the completion: bash-completion is not installed"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

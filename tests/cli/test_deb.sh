@@ -8,16 +8,11 @@
 # root with dpkg -x, that the program runs and the example compiles against
 # it with pkg-config. Run by ctest: test_deb.sh SOURCE_DIR. Exits 77 (skip)
 # without dpkg-deb, dpkg-shlibdeps or cpack.
-set -u
 src=$1
+source "$(dirname "$0")/lib.sh" # $work, pass, fail, finish (the harness of every test script)
 for t in dpkg-deb dpkg-shlibdeps cpack; do
-  command -v "$t" > /dev/null || { echo "SKIP: no $t (apt-get install dpkg-dev)"; exit 77; }
+  command -v "$t" > /dev/null || skip_test "no $t (apt-get install dpkg-dev)"
 done
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
 version=$(sed -n 's/^project(rnnstate-rewrite VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
 b=$work/build-deb
 
@@ -102,5 +97,4 @@ else
   fail "package holds /$pydir" "missing"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -4,11 +4,8 @@
 # functions include/rnnstate.h declares with RNNSTATE_API (no internals such
 # as set_error or strmap_get, no onnx__* protobuf-c bindings). Run by ctest:
 #   test_exports.sh SHARED_LIB STATIC_LIB RNNSTATE_H
-set -u
 shared=$1 static=$2 header=$3
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+source "$(dirname "$0")/lib.sh" # $work, pass, fail, finish (the harness of every test script)
 
 api=$(grep '^RNNSTATE_API' "$header" | grep -o 'rnnstate_[a-z0-9_]*(' | tr -d '(' | sort)
 if [ "$(echo "$api" | wc -l)" -lt 15 ]; then
@@ -41,5 +38,4 @@ check "shared library (nm -D --defined-only)" \
 check "static library (nm -g --defined-only)" \
   "$(nm -g --defined-only "$static" | awk 'NF == 3 { print $3 }' | sort -u)"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

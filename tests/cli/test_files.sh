@@ -5,9 +5,8 @@
 # longest legal names work; symbolic links to devices are not followed;
 # inputs are never replaced by accident; --sync writes the same bytes; a lost
 # report is an error; streams are refused at the first bad byte.
-set -u
 tool=$1 models=$2 gen=$3
-source "$(dirname "$0")/../bad_input/lib.sh" # $work, pass, fail, finish
+source "$(dirname "$0")/../bad_input/lib.sh" # the harness (lib.sh) and run_tool, crash_report
 # check NAME COMMAND...: passes when the command succeeds
 check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name" "${why:-}"; fi; why=; }
 

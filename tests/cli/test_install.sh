@@ -8,14 +8,9 @@
 # linked into a program that defines symbols named like the library's
 # internals (tests/install/clash.c); a project taking the source tree with
 # add_subdirectory() builds rnnstate::rnnstate and gets no tests.
-set -u
 build=$1 src=$2 bindir=$3 libdir=$4 includedir=$5 mandir=$6 datadir=$7 docdir=$8
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/lib.sh" # $work, pass, fail, finish (the harness of every test script)
 prefix=$work/prefix
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
 version=$(sed -n 's/^project(rnnstate-rewrite VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
 major=${version%%.*}
 model=$src/models/denoiser_gru.onnx
@@ -80,7 +75,8 @@ if pkg-config --cflags rnnstate | grep -q protobuf; then
 fi
 
 # ---- the static library: no clash with the application's own symbols ----------
-static_flags=$(pkg-config --static --cflags --libs rnnstate | sed 's/-lrnnstate/-l:librnnstate.a/')
+# (docs/library.md's line)
+static_flags="$(pkg-config --cflags rnnstate) -L$(pkg-config --variable=libdir rnnstate) -l:librnnstate.a -lprotobuf-c"
 if cc "$src/tests/install/clash.c" $static_flags -o "$work/clash" 2> "$work/clash.log"; then
   if "$work/clash" "$model" > "$work/clash.out" 2>&1 && grep -q 'own symbols intact' "$work/clash.out"; then
     pass "static library linked into a program defining set_error, strmap_get, onnx__model_proto__*"
@@ -115,5 +111,4 @@ else
   fail "add_subdirectory" "$(grep -m5 -i 'error' "$work/subdir.log")"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

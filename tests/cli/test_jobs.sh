@@ -4,13 +4,8 @@
 # with -v and with failures) on stdout and stderr, the same JSON report in
 # input order, the same exit status. Run by ctest:
 #   test_jobs.sh TOOL MODELS_DIR
-set -u
 tool=$(realpath "$1") models=$(realpath "$2")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-passed=0 failed=0
-pass() { passed=$((passed + 1)); echo "PASS $1"; }
-fail() { failed=$((failed + 1)); echo "FAIL $1: $2"; }
+source "$(dirname "$0")/lib.sh" # $work, pass, fail, finish (the harness of every test script)
 
 # The input directory: the sample models three times over (under names that
 # sort apart, so that slow and fast models alternate), plus two that fail.
@@ -91,5 +86,4 @@ for bad in 0 -1 x 1025 ''; do
   [ "$st" -eq 2 ] && pass "-j '$bad' refused" || fail "-j '$bad'" "status $st, expected 2"
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -26,7 +26,7 @@
 #   stream     stream_check.js, the generic streaming check: with
 #              --state-inputs=required, every reported pair fed back over
 #              three calls (no idempotence check: the other kinds make it)
-# Exit status: 0 pass, 1 fail, 77 skipped (model absent).
+# Exit status: 0 pass, 1 fail, 77 skipped (model or npm packages absent).
 set -euo pipefail
 tool=$1 strip=$2 work=$3 kind=$4
 shift 4
@@ -48,10 +48,8 @@ if [ ! -f "$model" ]; then
   echo "SKIP: $model is not here (../shared/models is only in the project's workplace)"
   exit 77
 fi
-if [ ! -d "$here/node_modules/onnxruntime-node" ] || [ ! -d "$here/node_modules/ajv" ]; then
-  echo "onnxruntime-node or ajv is not installed: run 'npm ci --onnxruntime-node-install=skip' in $here" >&2
-  exit 1
-fi
+# skipped (77) without them, failed when RNNSTATE_REQUIRE_NPM=1
+source "$here/need_npm.sh" "$here:onnxruntime-node,ajv"
 
 out=$work/$name
 rm -rf "$out" && mkdir -p "$out"

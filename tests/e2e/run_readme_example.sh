@@ -7,12 +7,8 @@ set -euo pipefail
 tool=$1 models=$2 work=$3
 here=$(cd "$(dirname "$0")" && pwd)
 package=$here/../../js/rnnstate
-for dir in "$here" "$package"; do
-  if [ ! -d "$dir/node_modules/onnxruntime-node" ]; then
-    echo "onnxruntime-node is not installed: run 'npm ci --onnxruntime-node-install=skip' in $dir" >&2
-    exit 1
-  fi
-done
+# skipped (77) without them, failed when RNNSTATE_REQUIRE_NPM=1
+source "$here/need_npm.sh" "$here:onnxruntime-node,ajv" "$package:onnxruntime-node"
 rm -rf "$work" && mkdir -p "$work/optional" "$work/required"
 for mode in optional required; do
   "$tool" --state-inputs=$mode --json "$models/denoiser_gru.onnx" \

@@ -68,6 +68,18 @@
 #include <time.h>
 #include <unistd.h>
 
+/* dlsym's object pointer as a function pointer, converted the way ISO C
+ * allows (-Wpedantic): copied into a generic function pointer, which the
+ * caller casts to the real type. */
+typedef void (*any_fn)(void);
+static any_fn next_fn(const char *name)
+{
+    void *sym = dlsym(RTLD_NEXT, name);
+    any_fn fn;
+    memcpy(&fn, &sym, sizeof fn);
+    return fn;
+}
+
 enum call { C_WRITE, C_FSYNC, C_CLOSE, C_RENAME, C_LINKAT, C_FLINK, C_TMPFILE, C_CREATE,
             C_MKSTEMP, C_FCHMOD, C_DISKWRITE, C_FSETXATTR, C_COUNT };
 static const char *const call_names[C_COUNT] = { "write",   "fsync",   "close",  "rename",
@@ -107,9 +119,9 @@ static void shim_log(const char *call, const char *what)
     static ssize_t (*real_write)(int, const void *, size_t);
     static int (*real_close)(int);
     if (!real_open) {
-        real_open = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
-        real_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
-        real_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
+        real_open = (int (*)(const char *, int, ...))next_fn("open");
+        real_write = (ssize_t(*)(int, const void *, size_t))next_fn("write");
+        real_close = (int (*)(int))next_fn("close");
     }
     int fd = real_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -218,7 +230,7 @@ static enum mode decide(enum call c)
 #define REAL(name)                                     \
     static __typeof__(name) *real_##name;              \
     if (!real_##name)                                  \
-        real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name)
+        real_##name = (__typeof__(name) *)next_fn(#name)
 
 /* True when fd is a memory file (memfd_create), which no disk fills. */
 static int is_memory_file(int fd)

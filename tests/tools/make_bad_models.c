@@ -30,6 +30,7 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
 {
     va_list ap;

@@ -17,6 +17,18 @@
 #include <string.h>
 #include <unistd.h>
 
+/* dlsym's object pointer as a function pointer, converted the way ISO C
+ * allows (-Wpedantic): copied into a generic function pointer, which the
+ * caller casts to the real type. */
+typedef void (*any_fn)(void);
+static any_fn next_fn(const char *name)
+{
+    void *sym = dlsym(RTLD_NEXT, name);
+    any_fn fn;
+    memcpy(&fn, &sym, sizeof fn);
+    return fn;
+}
+
 typedef int (*compare_fn)(const void *, const void *);
 
 static void refuse(const char *what)
@@ -34,7 +46,7 @@ void qsort(void *base, size_t n, size_t size, compare_fn compare)
     if (!seen)
         refuse("qsort with a NULL base");
     void (*real)(void *, size_t, size_t, compare_fn) =
-        (void (*)(void *, size_t, size_t, compare_fn))dlsym(RTLD_NEXT, "qsort");
+        (void (*)(void *, size_t, size_t, compare_fn))next_fn("qsort");
     real(base, n, size, compare);
 }
 

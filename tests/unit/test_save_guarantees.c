@@ -35,6 +35,7 @@
 static int copy_calls;
 static bool copy_fails;
 ssize_t __real_copy_file_range(int, loff_t *, int, loff_t *, size_t, unsigned);
+ssize_t __wrap_copy_file_range(int, loff_t *, int, loff_t *, size_t, unsigned);
 ssize_t __wrap_copy_file_range(int in, loff_t *in_off, int out, loff_t *out_off, size_t n,
                                unsigned flags)
 {
@@ -54,6 +55,7 @@ ssize_t __wrap_copy_file_range(int in, loff_t *in_off, int out, loff_t *out_off,
 static bool no_tmpfile;
 static int umask_calls, sigmask_calls;
 int __real_open(const char *path, int flags, ...);
+int __wrap_open(const char *path, int flags, ...);
 int __wrap_open(const char *path, int flags, ...)
 {
     va_list ap;
@@ -67,18 +69,21 @@ int __wrap_open(const char *path, int flags, ...)
     return __real_open(path, flags, mode);
 }
 mode_t __real_umask(mode_t);
+mode_t __wrap_umask(mode_t);
 mode_t __wrap_umask(mode_t mask)
 {
     umask_calls++;
     return __real_umask(mask);
 }
 int __real_pthread_sigmask(int, const sigset_t *, sigset_t *);
+int __wrap_pthread_sigmask(int, const sigset_t *, sigset_t *);
 int __wrap_pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     sigmask_calls += set != NULL;
     return __real_pthread_sigmask(how, set, old);
 }
 int __real_sigprocmask(int, const sigset_t *, sigset_t *);
+int __wrap_sigprocmask(int, const sigset_t *, sigset_t *);
 int __wrap_sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
     sigmask_calls += set != NULL;
