@@ -19,7 +19,9 @@
  * out through an out-parameter (a model, a report, a serialized buffer) belongs
  * to the caller, who releases it with the matching rnnstate_*_free function.
  * Every string and array reachable from a returned object belongs to that
- * object and stays valid until the object is freed. The library keeps no
+ * object and stays valid until the object is freed; a string returned as a
+ * function's result (rnnstate_escape_text()) is the caller's, freed with
+ * rnnstate_string_free(). The library keeps no
  * pointer to caller memory after a call returns (a JSON stream, which the
  * caller owns, holds the caller's FILE between calls), and has no global state: a
  * model may be used from one thread at a time, different models from
@@ -73,6 +75,12 @@ extern "C" {
 /* The version of the library the program runs with, e.g. "0.1.0" (the
  * header's is RNNSTATE_VERSION_STRING, from rnnstate_version.h). */
 RNNSTATE_API const char *rnnstate_version(void);
+
+/* The same version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0
+ * is 100), for comparing at run time with RNNSTATE_VERSION_NUMBER, the
+ * version the program was compiled against: a program that needs a function
+ * added in a later release checks `rnnstate_version_number() >= N`. */
+RNNSTATE_API int rnnstate_version_number(void);
 
 typedef enum rnnstate_status {
     RNNSTATE_OK = 0,
@@ -263,6 +271,10 @@ RNNSTATE_API rnnstate_status rnnstate_model_save_memory(const rnnstate_model *mo
 /* Free what the functions above hand out; NULL is accepted and ignored. */
 RNNSTATE_API void rnnstate_model_free(rnnstate_model *model);
 RNNSTATE_API void rnnstate_buffer_free(unsigned char *data);
+/* Frees a string the library returned (rnnstate_escape_text()); NULL is
+ * accepted and ignored. Use it rather than free(): the library and the
+ * program may not share an allocator (a static C runtime, a debug heap). */
+RNNSTATE_API void rnnstate_string_free(char *text);
 
 /* ---- rewriting --------------------------------------------------------- */
 
@@ -419,6 +431,13 @@ typedef struct rnnstate_stream_blocker {
     const char *reason;
 } rnnstate_stream_blocker;
 
+/* The report and its parts (rnnstate_report, rnnstate_node_report,
+ * rnnstate_state_pair, rnnstate_dim, rnnstate_time_axis,
+ * rnnstate_stream_blocker) are read by the caller through arrays of them:
+ * unlike the options structs they carry no struct_size, so their size and
+ * fields are frozen for the whole 0.x series: a field added to one of them
+ * would move every element after the first, so it waits for 1.0 and a new
+ * soname (docs/library.md, "Versions and growing options"). */
 typedef struct rnnstate_report {
     bool changed;       /* the rewrite modified the graph (status rewritten) */
     size_t n_nodes;
@@ -464,6 +483,18 @@ RNNSTATE_API rnnstate_status rnnstate_rewrite(rnnstate_model *model,
 /* NULL is accepted and ignored. */
 RNNSTATE_API void rnnstate_report_free(rnnstate_report *report);
 
+/* What the rewrite did to the model as a whole: the one rule behind the
+ * "model ..." word of the text report, the "status" of each JSON entry and
+ * the JSON summary's counts. */
+typedef enum rnnstate_model_status {
+    RNNSTATE_MODEL_UNCHANGED = 0, /* nothing changed, nothing recorded */
+    RNNSTATE_MODEL_ANNOTATED,     /* only the metadata changed (report->annotated) */
+    RNNSTATE_MODEL_REWRITTEN      /* the graph changed (report->changed) */
+} rnnstate_model_status;
+
+/* The status of the model whose rewrite `report` describes. */
+RNNSTATE_API rnnstate_model_status rnnstate_report_model_status(const rnnstate_report *report);
+
 /* Verifies the structure of a (re-loaded) rewritten model against the report
  * of its rewrite: graph input, output and initializer names are unique and
  * every value is produced once; every value a node reads is defined before it
@@ -480,16 +511,18 @@ RNNSTATE_API rnnstate_status rnnstate_model_check(const rnnstate_model *model,
 
 /* Writes the report as text, one line per recurrent node, each line prefixed
  * with `label` (usually the model's file name). With `verbose`, each node's
- * decisions follow it. */
-RNNSTATE_API void rnnstate_report_write_text(const rnnstate_report *report, const char *label,
+ * decisions follow it. Returns false, like the JSON writers, when the text
+ * could not be written (a write error on `out`; or memory to format it ran
+ * out, and a line saying so was written instead). */
+RNNSTATE_API bool rnnstate_report_write_text(const rnnstate_report *report, const char *label,
                                              bool verbose, FILE *out);
 
 /* Returns `text` (a name from a model, a path from a directory) escaped as
  * the reports print it: control bytes, backslashes and bytes that are not
  * UTF-8 become \n, \\, \xHH and the like (docs/reliability.md).
  * The strings of rnnstate_report are the model's bytes, unescaped; print
- * them through this or the report writers. The result is malloc'd (free()
- * it); NULL when memory runs out. */
+ * them through this or the report writers. The caller frees the result with
+ * rnnstate_string_free(); NULL when memory runs out. */
 RNNSTATE_API char *rnnstate_escape_text(const char *text);
 
 /* The outcome of one model in a run over several, for the JSON report. */

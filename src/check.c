@@ -6,8 +6,8 @@
 #include "graph_index.h"
 #include "model.h"
 #include "scope.h"
-#include "onnx_build.h"
-#include "tensor_util.h"
+#include "model/onnx_build.h"
+#include "model/tensor_util.h"
 
 /* Graph inputs, outputs and initializers must each have unique names, and no
  * value may be produced twice (by two nodes, or by a node and an input or

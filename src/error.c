@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 rnnstate_status set_error(rnnstate_error *err, rnnstate_status status, const char *fmt, ...)
 {

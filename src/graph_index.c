@@ -1,4 +1,4 @@
-#include "array.h"
+#include "util/array.h"
 #include "graph_index.h"
 
 #include <limits.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 
 /* The entry for `name`, whose length and hash (strmap_key_hash) are known. */
 static value_entry *entry_for_hashed(graph_index *gi, const char *name, size_t len,

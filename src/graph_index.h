@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "onnx.pb-c.h"
-#include "strmap.h"
+#include "util/strmap.h"
 
 typedef struct value_entry {
     const char *name;

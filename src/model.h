@@ -19,7 +19,7 @@
 
 #include "error.h"
 #include "onnx.pb-c.h"
-#include "ptrmap.h"
+#include "util/ptrmap.h"
 #include "rnnstate.h"
 
 typedef struct lazy_tensor {

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 
 #include "scope.h"
-#include "strmap.h"
+#include "util/strmap.h"
 
 typedef struct name_registry {
     const scope_tree *tree; /* where the names are collected from */

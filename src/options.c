@@ -1,4 +1,5 @@
-/* Options structs that can grow, and the defaults of rnnstate_save_options. */
+/* Options structs that can grow (each *_init() is beside the functions that
+ * read its struct), and the run-time version. */
 #include <string.h>
 
 #include "error.h"
@@ -26,14 +27,12 @@ rnnstate_status options_read(void *options, size_t size, const void *given, cons
     return RNNSTATE_OK;
 }
 
-void rnnstate_save_options_init(rnnstate_save_options *options)
-{
-    memset(options, 0, sizeof *options);
-    options->struct_size = sizeof *options;
-    options->sync = false; /* like cp: see rnnstate.h */
-}
-
 const char *rnnstate_version(void)
 {
     return RNNSTATE_VERSION_STRING;
+}
+
+int rnnstate_version_number(void)
+{
+    return RNNSTATE_VERSION_NUMBER;
 }

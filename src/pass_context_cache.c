@@ -20,7 +20,7 @@
 #include "analysis/shape.h"
 #include "passes.h"
 #include "state/types.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 #define MAX_RANK 8
 

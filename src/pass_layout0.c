@@ -17,7 +17,7 @@
 #include "passes.h"
 #include "recurrent_ops.h"
 #include "analysis/shape.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 static const int64_t swap01[3] = { 1, 0, 2 };
 static const int64_t y_to_batch_first[4] = { 2, 0, 1, 3 };

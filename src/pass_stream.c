@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "util/array.h"
 #include "passes.h"
 #include "recurrent_ops.h"
 

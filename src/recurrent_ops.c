@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 
 const recurrent_op recurrent_ops[] = {
     { .name = "RNN", .domain = "", .n_slots = 1, .gates = 1, .hidden_input = 2,

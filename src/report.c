@@ -1,6 +1,6 @@
 /* The report: what the rewrite did to each recurrent node, as a structure for
  * library users and as text or JSON for the command line. */
-#include "array.h"
+#include "util/array.h"
 #include "report.h"
 
 #include <errno.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strbuf.h"
-#include "tensor_util.h"
+#include "util/strbuf.h"
+#include "model/tensor_util.h"
 
 static void string_list_free(size_t n, const char *const *items)
 {
@@ -305,9 +305,21 @@ void rnnstate_report_free(rnnstate_report *report)
 
 /* ---- text -------------------------------------------------------------- */
 
-const char *report_model_status(const rnnstate_report *r)
+rnnstate_model_status rnnstate_report_model_status(const rnnstate_report *r)
 {
-    return r->changed ? "rewritten" : r->annotated ? "annotated" : "unchanged";
+    return r->changed     ? RNNSTATE_MODEL_REWRITTEN
+           : r->annotated ? RNNSTATE_MODEL_ANNOTATED
+                          : RNNSTATE_MODEL_UNCHANGED;
+}
+
+/* The status's word in the text and JSON reports. */
+static const char *model_status_word(const rnnstate_report *r)
+{
+    switch (rnnstate_report_model_status(r)) {
+    case RNNSTATE_MODEL_REWRITTEN: return "rewritten";
+    case RNNSTATE_MODEL_ANNOTATED: return "annotated";
+    default: return "unchanged";
+    }
 }
 
 static const char *status_word(rnnstate_node_status s)
@@ -458,7 +470,12 @@ char *rnnstate_escape_text(const char *text)
     return sb_detach(&sb);
 }
 
-void rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
+void rnnstate_string_free(char *text)
+{
+    free(text);
+}
+
+bool rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
                                 FILE *out)
 {
     strbuf sb = STRBUF_INIT;
@@ -483,9 +500,13 @@ void rnnstate_report_write_text(const rnnstate_report *report, const char *label
             counts[RNNSTATE_NODE_ALREADY_EXPOSED], counts[RNNSTATE_NODE_SKIPPED]);
     if (counts[RNNSTATE_NODE_RESET_EACH_CALL])
         sb_addf(&sb, ", %zu reset at every call", counts[RNNSTATE_NODE_RESET_EACH_CALL]);
-    sb_addf(&sb, "; model %s\n", report_model_status(report));
-    fputs(sb.oom ? "out of memory while formatting the report\n" : sb.buf, out);
+    sb_addf(&sb, "; model %s\n", model_status_word(report));
+    bool formatted = !sb.oom;
+    /* flushed, so that a write error shows now rather than at fclose() */
+    bool written = fputs(formatted ? sb.buf : "out of memory while formatting the report\n",
+                         out) >= 0 && fflush(out) == 0 && !ferror(out);
     sb_release(&sb);
+    return formatted && written;
 }
 
 /* ---- JSON -------------------------------------------------------------- */
@@ -597,7 +618,7 @@ void report_stream_json(strbuf *sb, const rnnstate_report *r)
 static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
 {
     const rnnstate_report *r = m->report;
-    const char *status = r ? report_model_status(r) : "error";
+    const char *status = r ? model_status_word(r) : "error";
     sb_adds(sb, "    {\"input\": ");
     sb_add_json_string(sb, m->input);
     sb_adds(sb, ", \"output\": ");
@@ -656,10 +677,11 @@ void rnnstate_json_stream_begin(rnnstate_json_stream *s, FILE *out)
 static void json_add(rnnstate_json_stream *s, const rnnstate_model_result *result, bool flush)
 {
     const rnnstate_report *r = result->report;
+    rnnstate_model_status status = r ? rnnstate_report_model_status(r) : RNNSTATE_MODEL_UNCHANGED;
     s->errors += !r;
-    s->rewritten += r && r->changed;
-    s->annotated += r && !r->changed && r->annotated;
-    s->unchanged += r && !r->changed && !r->annotated;
+    s->rewritten += r && status == RNNSTATE_MODEL_REWRITTEN;
+    s->annotated += r && status == RNNSTATE_MODEL_ANNOTATED;
+    s->unchanged += r && status == RNNSTATE_MODEL_UNCHANGED;
     bool first = s->models++ == 0;
     if (s->error)
         return; /* nothing more is written: the counts are all that is kept */

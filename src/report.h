@@ -7,10 +7,10 @@
 
 #include <stdbool.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 #include "rnnstate.h"
-#include "strbuf.h"
-#include "strmap.h"
+#include "util/strbuf.h"
+#include "util/strmap.h"
 
 typedef struct report_builder {
     rnnstate_report *report;
@@ -48,9 +48,6 @@ void report_add_blocker(report_builder *rb, const char *graph, const char *op, c
 /* Appends the stream verdict as a JSON object, or null when not analysed
  * (the report's and the metadata's format). */
 void report_stream_json(strbuf *sb, const rnnstate_report *r);
-
-/* The model's status word: "rewritten", "annotated" or "unchanged". */
-const char *report_model_status(const rnnstate_report *r);
 
 /* Records that a recurrent node's sequence axis is axis `axis` of graph
  * input `input`, unless that is recorded already. */

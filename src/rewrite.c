@@ -25,6 +25,13 @@ void rnnstate_options_init(rnnstate_options *options)
     options->context_caches = true;
 }
 
+/* Beside the options it checks; expand_name_template() (rewrite_ctx.c)
+ * replaces the placeholders this requires. */
+bool rnnstate_name_template_valid(const char *tmpl)
+{
+    return !tmpl || (strstr(tmpl, "{slot}") && (strstr(tmpl, "{k}") || strstr(tmpl, "{name}")));
+}
+
 rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *options,
                                  rnnstate_report **report, rnnstate_error *err)
 {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
-#include "strbuf.h"
+#include "util/array.h"
+#include "util/strbuf.h"
 
 rnnstate_status ctx_oom(rewrite_ctx *ctx)
 {
@@ -73,9 +73,4 @@ char *expand_name_template(const char *tmpl, const char *op, int k, const char *
         return NULL;
     }
     return sb_detach(&sb);
-}
-
-bool rnnstate_name_template_valid(const char *tmpl)
-{
-    return !tmpl || (strstr(tmpl, "{slot}") && (strstr(tmpl, "{k}") || strstr(tmpl, "{name}")));
 }

@@ -1,4 +1,4 @@
-#include "array.h"
+#include "util/array.h"
 #include "scope.h"
 
 #include <stdint.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "model.h"
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 
 static scope *scope_new(rnnstate_model *model, Onnx__GraphProto *graph, scope *parent,
                         size_t parent_node, const char *attr_name, const char *node_label,

@@ -15,7 +15,7 @@
 #include <stddef.h>
 
 #include "graph_index.h"
-#include "ptrmap.h"
+#include "util/ptrmap.h"
 
 /* A node a pass creates, waiting to be inserted before an existing node so
  * that the node list stays topologically sorted. */

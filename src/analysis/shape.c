@@ -10,7 +10,7 @@
 
 #include "analysis/window.h"
 #include "recurrent_ops.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 #define MEMO_AXES 4 /* dims of axes 0..3 are memoized (states have rank 3, Y rank 4) */
 

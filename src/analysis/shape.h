@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "analysis/memo.h"
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 #include "scope.h"
 
 static inline bool node_op_is(const Onnx__NodeProto *node, const char *op)

@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "analysis/memo.h"
-#include "array.h"
+#include "util/array.h"
 #include "recurrent_ops.h"
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 static time_state *state_of(stream_walk *w, const scope *s, const char *value)
 {

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "rnnstate.h"
-#include "ptrmap.h"
+#include "util/ptrmap.h"
 #include "scope.h"
 
 /* A node that cannot stream exactly, or that the analysis does not know.

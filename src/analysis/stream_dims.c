@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
-#include "tensor_util.h"
+#include "util/array.h"
+#include "model/tensor_util.h"
 
 mono mono_int(int64_t v) { return (mono){ .ok = true, .coef = v }; }
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 time_state time_moved(time_state t, int axis)
 {

@@ -11,7 +11,7 @@
 
 #include "analysis/window.h"
 #include "recurrent_ops.h"
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 /* ---- convolutions and pools ----------------------------------------------------- */
 

@@ -12,7 +12,7 @@
 #include "analysis/shape.h"
 #include "analysis/stream.h"
 #include "recurrent_ops.h"
-#include "strmap.h"
+#include "util/strmap.h"
 
 #define MONO_SYMBOLS 6
 #define SHAPE_ENTRIES 8

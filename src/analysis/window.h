@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 
 typedef struct window {
     int64_t kernel, stride, dilation;

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "strbuf.h"
-#include "tensor_util.h"
+#include "util/strbuf.h"
+#include "model/tensor_util.h"
 
 void pair_end_clear(pair_end *end)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 /* Expand exists from opset 8 on. */
 #define EXPAND_MIN_OPSET 8

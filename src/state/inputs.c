@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "state/inputs.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 static const char *source_case(const state_source *s)
 {

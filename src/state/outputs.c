@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "state/outputs.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 static rnnstate_status add_output(rewrite_ctx *ctx, scope *sc, const char *name,
                                   const recurrent_shape *rs)

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "state/contract.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 /* Ops whose output is (part of) their input 0, unchanged in value. */
 static const char *const view_ops[] = { "Slice",     "Gather",   "Squeeze", "Unsqueeze",

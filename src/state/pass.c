@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "util/array.h"
 #include "passes.h"
 #include "state/contract.h"
 #include "state/own_caches.h"
 #include "state/inputs.h"
 #include "state/outputs.h"
 #include "state/slices.h"
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 /* Records the pair in the report: the shape the input declares, and which
  * of its axes is the batch. An input the pass created, or one the node reads

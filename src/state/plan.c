@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "util/array.h"
 #include "state/chains.h"
 #include "state/contract.h"
 #include "state/plan.h"
 #include "state/types.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 /* The element type of the state: the type X, W, R and the states share,
  * declared or inferred through the graph. A quantized op's W is int8: its

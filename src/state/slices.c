@@ -13,7 +13,7 @@
 #include "state/contract.h"
 #include "state/outputs.h"
 #include "state/slices.h"
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 /* More rows than any stack of recurrent layers has: such an input is not
  * assembled (the rows passed through are listed in a constant). */

@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "array.h"
+#include "util/array.h"
 #include "passes.h"
 #include "recurrent_ops.h"
 #include "state/trace.h"
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 #define NAMED_UNTRACED 3 /* nodes named in the note; the rest are counted */
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 #define MAX_VIEW_STEPS 4096    /* steps of one walk back along views, If branches included */
 #define MAX_BRANCH_SCANS 65536 /* scopes one final-state walk looks at for branch reads */

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "analysis/shape.h"
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 #include "recurrent_ops.h"
 #include "scope.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 #include "recurrent_ops.h"
 
 enum {

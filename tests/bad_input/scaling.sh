@@ -115,7 +115,7 @@ batch_linear() {
 # peak_heap OUT_DIR ARGS...: the peak heap (bytes asked for, plus malloc's
 # overhead) of a run of the tool under valgrind's massif, OUT_DIR removed
 # before it. The save's write buffer (256 KiB a worker, from sink_room() in
-# src/model_write.c) is left out: with -j 2, whether both workers hold theirs
+# src/model/model_write.c) is left out: with -j 2, whether both workers hold theirs
 # at the peak is a matter of timing, worth up to 170 bytes a model here.
 peak_heap() {
   local out=$1; shift

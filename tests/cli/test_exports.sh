@@ -11,6 +11,12 @@ api=$(grep '^RNNSTATE_API' "$header" | grep -o 'rnnstate_[a-z0-9_]*(' | tr -d '(
 if [ "$(echo "$api" | wc -l)" -lt 15 ]; then
   fail "API functions found in $header" "only: $api"
 fi
+# functions a caller relies on to free, compare and classify what the
+# library returns (issue 23): declared, hence exported (checked below)
+for f in rnnstate_string_free rnnstate_version_number rnnstate_report_model_status \
+         rnnstate_buffer_free rnnstate_report_free rnnstate_model_free; do
+  if echo "$api" | grep -qx "$f"; then pass "$f is in the API"; else fail "$f is in the API" "missing from $header"; fi
+done
 
 # check NAME SYMBOLS: SYMBOLS (one per line) are exactly the API
 check() {

@@ -26,7 +26,7 @@
 
 #include "model_builder.h"
 #include "onnx.pb-c.h"
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 
 /* ---- small helpers ------------------------------------------------------ */
 

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "model.h"
-#include "onnx_build.h"
-#include "tensor_util.h"
+#include "model/onnx_build.h"
+#include "model/tensor_util.h"
 
 static Onnx__StringStringEntryProto *entry(const char *key, const char *value)
 {

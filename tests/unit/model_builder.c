@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 
 /* ---- failing loudly ------------------------------------------------------ */
 

@@ -76,6 +76,97 @@ static void test_version_is_the_headers(void **state)
     assert_string_equal(rnnstate_version(), expected);
 }
 
+/* The numeric version is the header's, so that a program can compare the
+ * library it runs with against the one it was compiled with. */
+static void test_version_number_is_the_headers(void **state)
+{
+    (void)state;
+    assert_int_equal(RNNSTATE_VERSION_NUMBER, RNNSTATE_VERSION_MAJOR * 10000 +
+                                                  RNNSTATE_VERSION_MINOR * 100 +
+                                                  RNNSTATE_VERSION_PATCH);
+    assert_int_equal(rnnstate_version_number(), RNNSTATE_VERSION_NUMBER);
+}
+
+/* ---- strings and statuses the library returns ---------------------------------- */
+
+/* A string the library returns goes back through the library (its
+ * allocator); NULL is accepted. Valgrind (unit.api.memcheck) sees a leak or a
+ * mismatched free. */
+static void test_returned_strings_are_freed_by_the_library(void **state)
+{
+    (void)state;
+    char *text = rnnstate_escape_text("a\nb");
+    assert_non_null(text);
+    assert_string_equal(text, "a\\nb");
+    rnnstate_string_free(text);
+    rnnstate_string_free(NULL);
+}
+
+static rnnstate_report *rewrite_bytes(const unsigned char *bytes, size_t size,
+                                      rnnstate_model **model)
+{
+    rnnstate_report *report = NULL;
+    rnnstate_error err;
+    *model = load_bytes(bytes, size);
+    if (rnnstate_rewrite(*model, NULL, &report, &err) != RNNSTATE_OK)
+        fail_msg("rewrite: %s", err.message);
+    return report;
+}
+
+/* The model status is the one rule behind the text report's "model ..."
+ * word and the JSON report's status and summary. */
+static void test_model_status_is_the_reports(void **state)
+{
+    (void)state;
+    size_t size, again_size;
+    unsigned char *bytes = long_model_bytes(0, &size);
+    rnnstate_model *model, *again;
+    rnnstate_report *report = rewrite_bytes(bytes, size, &model);
+    assert_int_equal(rnnstate_report_model_status(report), RNNSTATE_MODEL_REWRITTEN);
+    unsigned char *rewritten = save_bytes(model, &again_size);
+    rnnstate_report *second = rewrite_bytes(rewritten, again_size, &again);
+    assert_int_not_equal(rnnstate_report_model_status(second), RNNSTATE_MODEL_REWRITTEN);
+    rnnstate_report plain = { .changed = false, .annotated = false };
+    rnnstate_report annotated = { .changed = false, .annotated = true };
+    rnnstate_report both = { .changed = true, .annotated = true };
+    assert_int_equal(rnnstate_report_model_status(&plain), RNNSTATE_MODEL_UNCHANGED);
+    assert_int_equal(rnnstate_report_model_status(&annotated), RNNSTATE_MODEL_ANNOTATED);
+    assert_int_equal(rnnstate_report_model_status(&both), RNNSTATE_MODEL_REWRITTEN);
+    rnnstate_report_free(second);
+    rnnstate_report_free(report);
+    rnnstate_model_free(again);
+    rnnstate_model_free(model);
+    rnnstate_buffer_free(rewritten);
+    free(bytes);
+}
+
+/* The text writer says when its text was lost, like the JSON writers: a
+ * full disk, a stream not open for writing. */
+static void test_report_text_reports_a_failed_write(void **state)
+{
+    (void)state;
+    size_t size;
+    unsigned char *bytes = long_model_bytes(0, &size);
+    rnnstate_model *model;
+    rnnstate_report *report = rewrite_bytes(bytes, size, &model);
+    FILE *ok = tmpfile();
+    assert_non_null(ok);
+    assert_true(rnnstate_report_write_text(report, "m.onnx", true, ok));
+    fclose(ok);
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        assert_false(rnnstate_report_write_text(report, "m.onnx", true, full));
+        fclose(full);
+    }
+    FILE *read_only = fopen("/dev/null", "r");
+    assert_non_null(read_only);
+    assert_false(rnnstate_report_write_text(report, "m.onnx", false, read_only));
+    fclose(read_only);
+    rnnstate_report_free(report);
+    rnnstate_model_free(model);
+    free(bytes);
+}
+
 /* ---- options structs -------------------------------------------------------- */
 
 static void test_init_sets_struct_size_and_defaults(void **state)
@@ -527,6 +618,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_is_the_headers),
+        cmocka_unit_test(test_version_number_is_the_headers),
+        cmocka_unit_test(test_returned_strings_are_freed_by_the_library),
+        cmocka_unit_test(test_model_status_is_the_reports),
+        cmocka_unit_test(test_report_text_reports_a_failed_write),
         cmocka_unit_test(test_init_sets_struct_size_and_defaults),
         cmocka_unit_test(test_options_are_read_up_to_their_struct_size),
         cmocka_unit_test(test_uninitialised_options_are_refused),

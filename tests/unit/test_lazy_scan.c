@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "lazy_scan.h"
+#include "model/lazy_scan.h"
 #include "model_builder.h"
 
 #define MIN_BYTES 1024

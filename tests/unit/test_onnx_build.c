@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "model_builder.h"
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 
 typedef struct list_case {
     const char *list;

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "ptrmap.h"
+#include "util/ptrmap.h"
 
 static void test_put_get_remove(void **state)
 {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 #include "recurrent_ops.h"
 
 /* A node of `op_type` in `domain` (NULL: the field is absent). */

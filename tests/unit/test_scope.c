@@ -11,7 +11,7 @@
 
 #include "model.h"
 #include "model_builder.h"
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 #include "scope.h"
 
 /* main: relu (X -> a), if (then: Identity a -> t, with loop (body: Add

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 static void test_append_and_format(void **state)
 {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "strmap.h"
+#include "util/strmap.h"
 
 static void test_empty_map_finds_nothing(void **state)
 {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "wire_scan.h"
+#include "model/wire_scan.h"
 
 /* ModelProto.graph is field 7, GraphProto.node 1, NodeProto.attribute 5,
  * AttributeProto.g 6; ModelProto.producer_name 2, ir_version 1. */

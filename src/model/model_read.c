@@ -19,10 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lazy_scan.h"
 #include "model.h"
+#include "model/fdio.h"
+#include "model/lazy_scan.h"
+#include "model/wire_scan.h"
 #include "options.h"
-#include "wire_scan.h"
 
 void rnnstate_limits_init(rnnstate_limits *limits)
 {
@@ -269,18 +270,10 @@ typedef struct stream_copy {
     uint64_t len;
 } stream_copy;
 
+/* errno says why when false (ENOSPC, EDQUOT: a full spool directory). */
 static bool write_fully(int fd, const unsigned char *data, size_t size)
 {
-    while (size > 0) {
-        ssize_t put = write(fd, data, size);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0)
-            return false;
-        data += put;
-        size -= (size_t)put;
-    }
-    return true;
+    return write_in_full(fd, data, size, NULL) == (ssize_t)size;
 }
 
 /* Moves the copy's first c->len bytes into the new file `to`, which then
@@ -290,7 +283,7 @@ static bool move_copy(stream_copy *c, int to, unsigned char *buf)
 {
     bool ok = true;
     for (uint64_t at = 0; ok && at < c->len;) {
-        ssize_t got = pread(c->fd, buf, STREAM_CHUNK, (off_t)at);
+        ssize_t got = pread_in_full(c->fd, buf, STREAM_CHUNK, at, NULL);
         ok = got > 0 && write_fully(to, buf, (size_t)got);
         at += got > 0 ? (uint64_t)got : 0;
     }
@@ -367,9 +360,7 @@ static bool stream_refill(wire_reader *w)
     stream_reader *s = (stream_reader *)w;
     while (w->pos >= w->window_start + w->window_len) {
         uint64_t next = w->window_start + w->window_len;
-        ssize_t got = read(s->fd, s->chunk, STREAM_CHUNK);
-        if (got < 0 && errno == EINTR)
-            continue;
+        ssize_t got = read_some(s->fd, s->chunk, STREAM_CHUNK, NULL);
         if (got <= 0) {
             s->read_errno = got < 0 ? errno : 0;
             s->ended = got == 0;
@@ -493,16 +484,8 @@ bool model_materialize(rnnstate_model *model, Onnx__TensorProto *t)
     if (!lt)
         return true;
     unsigned char *field = malloc(lt->length ? lt->length : 1);
-    size_t got = 0;
-    while (field && got < lt->length) {
-        ssize_t n = pread(model->source_fd, field + got, lt->length - got,
-                          (off_t)(lt->offset + got));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    ssize_t n = field ? pread_in_full(model->source_fd, field, lt->length, lt->offset, NULL) : -1;
+    size_t got = n > 0 ? (size_t)n : 0;
     /* the field is a key byte, a varint length, then the TensorProto */
     size_t at = 1;
     while (field && got == lt->length && at < got && (field[at] & 0x80))
@@ -546,9 +529,4 @@ void rnnstate_model_free(rnnstate_model *model)
     free(model->source_dir);
     free(model->label);
     free(model);
-}
-
-void rnnstate_buffer_free(unsigned char *data)
-{
-    free(data);
 }

@@ -1,4 +1,4 @@
-#include "wire.h"
+#include "model/wire.h"
 
 void wire_reader_init_memory(wire_reader *r, const unsigned char *data, size_t size)
 {
@@ -115,4 +115,14 @@ void sb_add_varint(strbuf *sb, uint64_t value)
         n++;
     } while (value);
     sb_add(sb, bytes, n);
+}
+
+size_t wire_varint_size(uint64_t value)
+{
+    size_t n = 1;
+    while (value >= 0x80) {
+        value >>= 7;
+        n++;
+    }
+    return n;
 }

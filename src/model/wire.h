@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 typedef struct wire_reader wire_reader;
 struct wire_reader {
@@ -59,5 +59,27 @@ wire_result wire_next_field(wire_reader *r, uint64_t end, wire_field *f);
 
 /* Appends a protobuf varint. */
 void sb_add_varint(strbuf *sb, uint64_t value);
+/* The bytes a varint of `value` takes (1 to 10). */
+size_t wire_varint_size(uint64_t value);
+
+/* Wire types (the low 3 bits of a key). */
+enum wire_type { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LEN = 2, WIRE_FIXED32 = 5 };
+/* A field's key: its number and wire type. */
+#define WIRE_KEY(number, type) (((number) << 3) | (type))
+
+/* The ONNX fields the scanners and the writer handle by number rather than
+ * through protobuf-c (onnx.proto; the one place they are written down). */
+enum onnx_field {
+    ONNX_MODEL_GRAPH = 7,       /* ModelProto.graph */
+    ONNX_GRAPH_INITIALIZER = 5, /* GraphProto.initializer */
+    /* TensorProto fields that hold element data */
+    ONNX_TENSOR_FLOAT_DATA = 4,  /* packed fixed32, or one fixed32 */
+    ONNX_TENSOR_INT32_DATA = 5,  /* packed varints */
+    ONNX_TENSOR_STRING_DATA = 6, /* bytes, repeated */
+    ONNX_TENSOR_INT64_DATA = 7,  /* packed varints */
+    ONNX_TENSOR_RAW_DATA = 9,    /* bytes */
+    ONNX_TENSOR_DOUBLE_DATA = 10, /* packed fixed64, or one fixed64 */
+    ONNX_TENSOR_UINT64_DATA = 11  /* packed varints */
+};
 
 #endif

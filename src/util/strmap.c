@@ -1,4 +1,4 @@
-#include "strmap.h"
+#include "util/strmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,22 +16,16 @@ static uint64_t sip_key[2];
 static pthread_once_t sip_key_once = PTHREAD_ONCE_INIT;
 static atomic_bool sip_key_ready; /* spares pthread_once() on every hash */
 
-/* getrandom() has no failure mode worth stopping for on Linux >= 3.17; where
- * it is missing (old kernels, seccomp), the clock and addresses still make a
- * key that is not known in advance. */
+/* getrandom() has no failure mode worth stopping for on Linux >= 3.17: a
+ * request of up to 256 bytes is never short and, once the kernel's pool is
+ * initialised, never interrupted (getrandom(2)), so one call is made, with
+ * no retry loop. Where it fails (old kernels, seccomp, a signal while the
+ * pool fills at early boot), the clock and addresses still make a key that
+ * is not known in advance. */
 static void draw_sip_key(void)
 {
-    unsigned char *at = (unsigned char *)sip_key;
-    size_t got = 0;
-    while (got < sizeof sip_key) {
-        ssize_t n = getrandom(at + got, sizeof sip_key - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    if (got != sizeof sip_key) {
+    ssize_t got = getrandom(sip_key, sizeof sip_key, 0);
+    if (got != (ssize_t)sizeof sip_key) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         sip_key[0] ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)&ts;

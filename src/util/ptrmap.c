@@ -1,4 +1,4 @@
-#include "ptrmap.h"
+#include "util/ptrmap.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "rnnstate.h"
-#include "wire.h"
+#include "model/wire.h"
 
 /* Returns RNNSTATE_OK, or RNNSTATE_ERR_NOT_MODEL / RNNSTATE_ERR_INVALID with a
  * message naming `label`. */

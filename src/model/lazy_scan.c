@@ -1,5 +1,5 @@
-#include "array.h"
-#include "lazy_scan.h"
+#include "util/array.h"
+#include "model/lazy_scan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,16 +7,16 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "wire.h"
-
-#define FIELD_GRAPH 7       /* ModelProto.graph */
-#define FIELD_INITIALIZER 5 /* GraphProto.initializer */
+#include "model/fdio.h"
+#include "model/wire.h"
 
 /* TensorProto fields that hold element data. */
 static int is_bulk_field(uint64_t field)
 {
-    return field == 4 || field == 5 || field == 6 || field == 7 || field == 9 || field == 10 ||
-           field == 11;
+    return field == ONNX_TENSOR_FLOAT_DATA || field == ONNX_TENSOR_INT32_DATA ||
+           field == ONNX_TENSOR_STRING_DATA || field == ONNX_TENSOR_INT64_DATA ||
+           field == ONNX_TENSOR_RAW_DATA || field == ONNX_TENSOR_DOUBLE_DATA ||
+           field == ONNX_TENSOR_UINT64_DATA;
 }
 
 /* Element data left in the file is never parsed, so it must be checked here
@@ -28,15 +28,19 @@ typedef enum bulk_check { BULK_OK, BULK_DECODE, BULK_CORRUPT } bulk_check;
 static bulk_check check_bulk_field(uint64_t field, unsigned wire, uint64_t payload_length)
 {
     switch (field) {
-    case 9: /* raw_data */
-    case 6: /* string_data */
-        return wire == 2 ? BULK_OK : BULK_CORRUPT;
-    case 4: /* float_data: packed fixed32, or one fixed32 */
-        return wire == 5 || (wire == 2 && payload_length % 4 == 0) ? BULK_OK : BULK_CORRUPT;
-    case 10: /* double_data: packed fixed64, or one fixed64 */
-        return wire == 1 || (wire == 2 && payload_length % 8 == 0) ? BULK_OK : BULK_CORRUPT;
+    case ONNX_TENSOR_RAW_DATA:
+    case ONNX_TENSOR_STRING_DATA:
+        return wire == WIRE_LEN ? BULK_OK : BULK_CORRUPT;
+    case ONNX_TENSOR_FLOAT_DATA:
+        return wire == WIRE_FIXED32 || (wire == WIRE_LEN && payload_length % 4 == 0)
+                   ? BULK_OK
+                   : BULK_CORRUPT;
+    case ONNX_TENSOR_DOUBLE_DATA:
+        return wire == WIRE_FIXED64 || (wire == WIRE_LEN && payload_length % 8 == 0)
+                   ? BULK_OK
+                   : BULK_CORRUPT;
     default: /* varints */
-        return wire == 0 || wire == 2 ? BULK_DECODE : BULK_CORRUPT;
+        return wire == WIRE_VARINT || wire == WIRE_LEN ? BULK_DECODE : BULK_CORRUPT;
     }
 }
 
@@ -51,10 +55,7 @@ typedef struct file_reader {
 static bool fr_refill(wire_reader *w)
 {
     file_reader *r = (file_reader *)w;
-    ssize_t got;
-    do
-        got = pread(r->fd, r->buf, sizeof r->buf, (off_t)w->pos);
-    while (got < 0 && errno == EINTR);
+    ssize_t got = pread_in_full(r->fd, r->buf, sizeof r->buf, w->pos, NULL);
     if (got <= 0) {
         r->io_errno = got < 0 ? errno : EIO;
         return false;
@@ -164,7 +165,7 @@ static rnnstate_status scan_graph(wire_reader *r, const wire_field *g, size_t mi
             break;
         uint64_t resume = r->pos;
         bool lazy = false;
-        if (f.number == FIELD_INITIALIZER && f.wire == 2) {
+        if (f.number == ONNX_GRAPH_INITIALIZER && f.wire == WIRE_LEN) {
             sb_reset(&stub);
             st = scan_tensor(r, &f, &stub, &bulk, &decode, label, err);
             lazy = st == RNNSTATE_OK && !decode && bulk > 0 && bulk >= min_bytes;
@@ -173,7 +174,7 @@ static rnnstate_status scan_graph(wire_reader *r, const wire_field *g, size_t mi
             initializers++;
         }
         if (st == RNNSTATE_OK && lazy) {
-            sb_add_varint(graph, (FIELD_INITIALIZER << 3) | 2);
+            sb_add_varint(graph, WIRE_KEY(ONNX_GRAPH_INITIALIZER, WIRE_LEN));
             sb_add_varint(graph, stub.len);
             sb_add(graph, stub.buf, stub.len);
         } else if (st == RNNSTATE_OK && !fr_copy_range(r, f.start, f.end, graph)) {
@@ -206,9 +207,10 @@ rnnstate_status lazy_scan_file(int fd, uint64_t size, size_t min_bytes, const ch
         if ((st = next_field(r, size, &f, label, err)) != RNNSTATE_OK)
             break;
         uint64_t resume = r->pos;
-        if (f.number == FIELD_GRAPH && f.wire == 2 && graph.len == 0 && out->n_lazy == 0) {
+        if (f.number == ONNX_MODEL_GRAPH && f.wire == WIRE_LEN && graph.len == 0 &&
+            out->n_lazy == 0) {
             st = scan_graph(r, &f, min_bytes, out, &graph, label, err);
-            sb_add_varint(&out->skeleton, (FIELD_GRAPH << 3) | 2);
+            sb_add_varint(&out->skeleton, WIRE_KEY(ONNX_MODEL_GRAPH, WIRE_LEN));
             sb_add_varint(&out->skeleton, graph.len);
             sb_add(&out->skeleton, graph.buf, graph.len);
         } else if (!fr_copy_range(r, f.start, f.end, &out->skeleton)) {

@@ -1,5 +1,5 @@
-#include "array.h"
-#include "onnx_build.h"
+#include "util/array.h"
+#include "model/onnx_build.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-#include "tensor_util.h"
+#include "model/tensor_util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx_build.h"
+#include "model/onnx_build.h"
 
 size_t dtype_size(int32_t elem_type)
 {

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "rnnstate.h"
-#include "strbuf.h"
+#include "util/strbuf.h"
 
 /* An initializer left in the file: its whole field (tag, length, TensorProto)
  * spans [offset, offset + length); it is the `index`-th initializer of the

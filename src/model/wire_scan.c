@@ -1,11 +1,11 @@
-#include "wire_scan.h"
+#include "model/wire_scan.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "error.h"
 #include "onnx.pb-c.h"
-#include "wire.h"
+#include "model/wire.h"
 
 typedef struct frame {
     const ProtobufCMessageDescriptor *desc;
