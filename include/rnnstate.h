@@ -477,9 +477,15 @@ RNNSTATE_API rnnstate_status rnnstate_model_check(const rnnstate_model *model,
 
 /* Writes the report as text, one line per recurrent node, each line prefixed
  * with `label` (usually the model's file name). With `verbose`, each node's
- * decisions follow it. */
-RNNSTATE_API void rnnstate_report_write_text(const rnnstate_report *report, const char *label,
+ * decisions follow it. Returns false when memory runs out (errno ENOMEM;
+ * nothing is written then) or on a write error. */
+RNNSTATE_API bool rnnstate_report_write_text(const rnnstate_report *report, const char *label,
                                              bool verbose, FILE *out);
+
+/* The text rnnstate_report_write_text() writes, as a malloc'd string (free()
+ * it); NULL when memory runs out. */
+RNNSTATE_API char *rnnstate_report_text(const rnnstate_report *report, const char *label,
+                                        bool verbose);
 
 /* Returns `text` (a name from a model, a path from a directory) escaped as
  * the reports print it: control bytes, backslashes and bytes that are not

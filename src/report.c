@@ -178,7 +178,7 @@ static void pair_free(rnnstate_state_pair *p)
 {
     free((char *)p->input);
     free((char *)p->output);
-    for (size_t i = 0; i < p->rank; i++)
+    for (size_t i = 0; p->shape && i < p->rank; i++)
         free((char *)p->shape[i].param);
     free((void *)p->shape);
 }
@@ -458,8 +458,7 @@ char *rnnstate_escape_text(const char *text)
     return sb_detach(&sb);
 }
 
-void rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
-                                FILE *out)
+char *rnnstate_report_text(const rnnstate_report *report, const char *label, bool verbose)
 {
     strbuf sb = STRBUF_INIT;
     size_t counts[4] = { 0, 0, 0, 0 };
@@ -484,8 +483,24 @@ void rnnstate_report_write_text(const rnnstate_report *report, const char *label
     if (counts[RNNSTATE_NODE_RESET_EACH_CALL])
         sb_addf(&sb, ", %zu reset at every call", counts[RNNSTATE_NODE_RESET_EACH_CALL]);
     sb_addf(&sb, "; model %s\n", report_model_status(report));
-    fputs(sb.oom ? "out of memory while formatting the report\n" : sb.buf, out);
-    sb_release(&sb);
+    if (sb.oom) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb);
+}
+
+bool rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
+                                FILE *out)
+{
+    char *text = rnnstate_report_text(report, label, verbose);
+    if (!text) {
+        errno = ENOMEM;
+        return false;
+    }
+    bool ok = fputs(text, out) >= 0;
+    free(text);
+    return ok;
 }
 
 /* ---- JSON -------------------------------------------------------------- */
