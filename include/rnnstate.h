@@ -477,8 +477,8 @@ RNNSTATE_API rnnstate_status rnnstate_model_check(const rnnstate_model *model,
 
 /* Writes the report as text, one line per recurrent node, each line prefixed
  * with `label` (usually the model's file name). With `verbose`, each node's
- * decisions follow it. Returns false when memory runs out (errno ENOMEM;
- * nothing is written then) or on a write error. */
+ * decisions follow it. Returns false on a write error (errno set); it does
+ * not need memory (when none is left it writes through a fixed buffer). */
 RNNSTATE_API bool rnnstate_report_write_text(const rnnstate_report *report, const char *label,
                                              bool verbose, FILE *out);
 

@@ -9,10 +9,11 @@
 # run must be either
 #   - the same: the same status, report and output bytes, or
 #   - a clean out-of-memory error: exit status 1, one line on stderr that
-#     says so ("out of memory", or the errno text "Cannot allocate memory"),
-#     no output file and nothing else left in the directory (no temporary
-#     file), and a report that is the reference's cut short (the text report's
-#     lines so far; the JSON report's model in error, its error saying memory);
+#     says so ("out of memory", or the errno text "Cannot allocate memory";
+#     with --json after the text report's lines so far), no output file and
+#     nothing else left in the directory (no temporary file), and a report
+#     that is the reference's cut short (what was written before memory ran
+#     out) or, with --json, gives the model's error as out of memory;
 # never a different answer, a crash or a hang.
 #
 # Cost: one run per allocation, a few hundred to about 1,400 per model here
@@ -79,20 +80,24 @@ verdict() {
     why="status $status (reference $ref_status): $(diff "$work/ref.stdout" "$work/stdout" | head -4 | tr '\n' ' ')$(head -c 300 "$work/stderr")"
     return
   fi
-  if [[ $err == *$'\n'*$'\n'* ]] || ! [[ $err == *"out of memory"* || $err == *"Cannot allocate memory"* ]]; then
-    why="status 1 without one out-of-memory line: ${err:0:300}"; return
+  # one message, the last line of stderr (with --json, the text report
+  # goes to stderr before it)
+  local last=${err%$'\n'} rest=
+  [[ $last == *$'\n'* ]] && rest=${last%$'\n'*}$'\n' last=${last##*$'\n'}
+  if ! [[ $last == *"out of memory"* || $last == *"Cannot allocate memory"* ]] ||
+     { [ "$json" = 0 ] && [ -n "$rest" ]; } || [ "${ref_err:0:${#rest}}" != "$rest" ]; then
+    why="status 1 without one out-of-memory message: ${err:0:300}"; return
   fi
   if [ ${#files[@]} -ne 1 ]; then
     why="out of memory, but left: ${files[*]##*/}"; return
   fi
-  if [ "$json" = 1 ]; then
-    [ -z "$out" ] && return
-    [[ $out =~ \"status\":\ \"error\",\ \"error\":\ \"[^\"]*(out of memory|Cannot allocate memory) ]] ||
-      why="out of memory, but the JSON report has no such error: ${out:0:300}"
+  # the report so far, or (JSON) one whose model failed for want of memory
+  [ "${ref_out:0:${#out}}" == "$out" ] && return
+  if [ "$json" = 1 ] &&
+     [[ $out =~ \"status\":\ \"error\",\ \"error\":\ \"[^\"]*(out of memory|Cannot allocate memory) ]]; then
     return
   fi
-  [ "${ref_out:0:${#out}}" == "$out" ] ||
-    why="out of memory, but the report differs: $(diff "$work/ref.stdout" "$work/stdout" | head -4 | tr '\n' ' ')"
+  why="out of memory, but the report differs: $(diff "$work/ref.stdout" "$work/stdout" | head -4 | tr '\n' ' ')"
 }
 
 total_runs=0
