@@ -3,7 +3,8 @@
 #   1. installs what they need (Debian packages), when missing;
 #   2. builds everything with ASan+UBSan (-DRNNSTATE_SANITIZE=ON) and runs the
 #      unit, command-line, bad-input, regression and fuzz-replay tests under it;
-#   3. builds without sanitizers and runs the command line under valgrind
+#   3. builds without sanitizers, fails each allocation of a run in turn on a
+#      few models (tests/bad_input/oom_sweep.sh), and runs the command line under valgrind
 #      (memcheck, full leak check) on representative models: PyTorch exports,
 #      ONNX backend test models, weights left in the file, corrupt and hostile
 #      files; and the linear-time check (callgrind instruction counts);
@@ -12,7 +13,7 @@
 #      rnnstate-verify as long (where node is installed); any finding
 #      fails the run.
 # Prints one PASS/FAIL line per step and closes with 'N passed, N failed';
-# exits non-zero when a step failed. Takes about 10 minutes on 2 cores.
+# exits non-zero when a step failed. Takes about 20 minutes on 2 cores.
 #
 # Environment: FUZZ_SECONDS (default 120; 0 skips fuzzing), FUZZ_SEED (default 1:
 # the same exploration on every run, so CI does not fail by chance; 0 lets
@@ -184,7 +185,12 @@ step "ASan+UBSan: unit tests" asan_ctest '^unit\.' unit
 step "ASan+UBSan: command-line tests" asan_ctest '^(cli|cli\..*|lazy\..*)$' cli
 step "ASan+UBSan: bad input, failing I/O, regressions, fuzz replay" asan_ctest '^(bad_input|fuzz)\.' bad_input
 
-step "plain build" build "$plain" -DRNNSTATE_SANITIZE=OFF -- rnnstate-rewrite make-bad-models failing_io
+step "plain build" build "$plain" -DRNNSTATE_SANITIZE=OFF -- rnnstate-rewrite make-bad-models failing_io \
+  failing_malloc
+# the sweep's shim stands in for glibc's allocator: the plain build, not ASan
+step "out of memory never changes an answer (each allocation failed in turn)" \
+  bash "$root/tests/bad_input/oom_sweep.sh" "$plain/rnnstate-rewrite" \
+    "$plain/tests/bad_input/libfailing_malloc.so" "$root/models"
 if command -v valgrind > /dev/null; then
   step "valgrind memcheck on representative models" valgrind_runs
   step "linear time and memory (callgrind, massif, realloc copy volume, strace)" \
