@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "lazy_scan.h"
 #include "model.h"
 #include "options.h"
@@ -493,6 +494,8 @@ bool model_materialize(rnnstate_model *model, Onnx__TensorProto *t)
     if (!lt)
         return true;
     unsigned char *field = malloc(lt->length ? lt->length : 1);
+    if (!field)
+        oom_note(); /* not "cannot be read" (error.h) */
     size_t got = 0;
     while (field && got < lt->length) {
         ssize_t n = pread(model->source_fd, field + got, lt->length - got,
