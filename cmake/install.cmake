@@ -1,7 +1,8 @@
 # What `cmake --install` puts in place, and the Debian package (cpack -G DEB):
 # the program, its man page and bash completion; the shared and static
 # libraries, rnnstate.h, rnnstate.pc and the CMake package (find_package(rnnstate)
-# -> rnnstate::rnnstate); the JSON Schema of the --json report; the example.
+# -> rnnstate::rnnstate); the JSON Schema of the --json report; the example;
+# the Python module rnnstate (python/rnnstate, ctypes over the shared library).
 include(CMakePackageConfigHelpers)
 
 set(RNNSTATE_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rnnstate)
@@ -54,6 +55,51 @@ install(FILES docs/report.schema.json DESTINATION ${RNNSTATE_DATA_DIR})
 install(FILES examples/rewrite_model.c examples/CMakeLists.txt
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
+# ---- the Python module ------------------------------------------------------------
+# python/rnnstate (pure Python) goes into RNNSTATE_PYTHON_DIR, relative to the
+# prefix: Debian's lib/python3/dist-packages under /usr (the package);
+# under another prefix, the directory below it on python3's sys.path
+# (/usr/local: lib/python3.X/dist-packages on Debian), else
+# lib/python3.X/site-packages (then set PYTHONPATH). _install.py records where
+# the library is from the module, so an install under any prefix finds its
+# own library without LD_LIBRARY_PATH.
+option(RNNSTATE_INSTALL_PYTHON "Install the Python module rnnstate" ON)
+if(RNNSTATE_INSTALL_PYTHON)
+  if(NOT RNNSTATE_PYTHON_DIR)
+    find_program(RNNSTATE_PYTHON3 NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+    find_program(RNNSTATE_PYTHON3 NAMES python3)
+    set(python_dir lib/python3/site-packages)
+    if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+      set(python_dir lib/python3/dist-packages)
+    elseif(RNNSTATE_PYTHON3)
+      execute_process(
+        COMMAND ${RNNSTATE_PYTHON3} -c "import os, sys
+prefix = os.path.normpath(sys.argv[1])
+found = [os.path.relpath(p, prefix) for p in sys.path
+         if p.endswith('-packages') and os.path.normpath(p).startswith(prefix + '/lib/')]
+print(found[0] if found else 'lib/python%d.%d/site-packages' % sys.version_info[:2])"
+                ${CMAKE_INSTALL_PREFIX}
+        OUTPUT_VARIABLE python_found OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE python_status)
+      if(python_status EQUAL 0 AND python_found)
+        set(python_dir ${python_found})
+      endif()
+    endif()
+    set(RNNSTATE_PYTHON_DIR ${python_dir} CACHE STRING
+        "Where the Python module rnnstate is installed, relative to the prefix (or absolute)")
+  endif()
+  set(python_abs ${RNNSTATE_PYTHON_DIR})
+  if(NOT IS_ABSOLUTE ${python_abs})
+    set(python_abs ${CMAKE_INSTALL_PREFIX}/${python_abs})
+  endif()
+  file(RELATIVE_PATH python_to_lib ${python_abs}/rnnstate ${CMAKE_INSTALL_FULL_LIBDIR})
+  file(WRITE ${PROJECT_BINARY_DIR}/python/_install.py
+       "# Written by cmake --install: the library directory, relative to this module.\n"
+       "LIBDIR_FROM_MODULE = \"${python_to_lib}\"\n")
+  install(FILES python/rnnstate/__init__.py python/rnnstate/_lib.py
+                ${PROJECT_BINARY_DIR}/python/_install.py
+          DESTINATION ${RNNSTATE_PYTHON_DIR}/rnnstate)
+endif()
+
 # ---- the Debian package ---------------------------------------------------------
 # cmake -S . -B build-deb -DCMAKE_INSTALL_PREFIX=/usr -DRNNSTATE_BUILD_TESTS=OFF
 # cmake --build build-deb -j2 && (cd build-deb && cpack -G DEB)
@@ -67,7 +113,9 @@ set(CPACK_PACKAGE_DESCRIPTION
     "rnnstate-rewrite rewrites ONNX models so that the hidden state of their recurrent layers
 becomes explicit graph inputs and outputs, so that a stateless runtime such as ONNX
 Runtime can run them chunk by chunk with the state fed back. The package holds the
-command-line tool and the C library (librnnstate, rnnstate.h, pkg-config and CMake files).")
+command-line tool, the C library (librnnstate, rnnstate.h, pkg-config and CMake files)
+and the Python module rnnstate (ctypes over the library; import rnnstate).")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3, python3-onnx")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)

@@ -30,7 +30,8 @@ typedef struct cache_job {
     const context_need *need;
     Onnx__NodeProto *target; /* the Pad, or the node */
     size_t before;           /* where new nodes go */
-    const char *x;
+    const char *x;           /* the input the cache goes in front of (until rewired) */
+    bool cacheable;          /* measured: rank, type and dims known */
     int64_t rank;
     int32_t elem_type;
     dim_info dims[MAX_RANK];
@@ -215,49 +216,64 @@ static size_t node_position(const Onnx__GraphProto *g, const Onnx__NodeProto *n)
     return SIZE_MAX;
 }
 
-static rnnstate_status cache_one(rewrite_ctx *ctx, const elem_types *types, const context_need *need,
-                                 int k, size_t *added)
+/* Reads what the cache of `need` needs (its node, the input's rank, element
+ * type and dimensions) into *j, before any cache changes the graph: a cache
+ * rewires the input of a Pad or Conv that a later need's shapes are inferred
+ * through. j->cacheable is false when the need cannot be cached (a blocker
+ * is reported). False when out of memory. */
+static bool measure(rewrite_ctx *ctx, const elem_types *types, const context_need *need,
+                    cache_job *j)
 {
     scope *main_scope = ctx->scopes.scopes[0];
-    cache_job j = { .ctx = ctx, .main_scope = main_scope, .need = need };
-    j.target = (Onnx__NodeProto *)(need->pad ? need->pad : need->node);
+    *j = (cache_job){ .ctx = ctx, .main_scope = main_scope, .need = need, .x = "" };
+    j->target = (Onnx__NodeProto *)(need->pad ? need->pad : need->node);
     /* both still in the graph (found by address, before reading them) */
-    j.before = node_position(main_scope->graph, j.target);
-    bool present = j.before != SIZE_MAX && node_position(main_scope->graph, need->node) != SIZE_MAX;
-    j.x = present ? node_input(j.target, 0) : "";
-    j.rank = present ? infer_rank(main_scope, j.x) : -1;
-    j.elem_type = present ? elem_type_of(types, main_scope, j.x) : 0;
-    if (!present || j.rank < 1 || j.rank > MAX_RANK || !j.elem_type ||
-        need->time_axis >= j.rank) {
+    j->before = node_position(main_scope->graph, j->target);
+    bool present = j->before != SIZE_MAX && node_position(main_scope->graph, need->node) != SIZE_MAX;
+    const char *x = present ? node_input(j->target, 0) : "";
+    j->rank = present ? infer_rank(main_scope, x) : -1;
+    j->elem_type = present ? elem_type_of(types, main_scope, x) : 0;
+    if (!present || j->rank < 1 || j->rank > MAX_RANK || !j->elem_type ||
+        need->time_axis >= j->rank) {
+        j->rank = 0;
         report_add_blocker(&ctx->report, "main", need->op, need->name,
-                           "needs %lld frame(s) of the previous call, but %s: not cached",
-                           (long long)need->frames,
-                           present ? "the rank or element type of its input is not known"
-                                   : "the rewrite removed it");
-        return RNNSTATE_OK;
+                                  "needs %lld frame(s) of the previous call, but %s: not cached",
+                                  (long long)need->frames,
+                                  present ? "the rank or element type of its input is not known"
+                                          : "the rewrite removed it");
+        return true;
     }
+    j->x = x;
+    j->cacheable = true;
     bool ok = true;
-    for (int64_t i = 0; ok && i < j.rank; i++)
-        ok = infer_dim(main_scope, j.x, i, &j.dims[i]);
-    j.names[0] = ok ? expand_name_template(ctx->options.name_template, need->op, k, need->name,
-                                           "cache")
-                    : NULL;
-    j.names[1] = j.names[0] ? expand_name_template(ctx->options.name_template, need->op, k,
-                                                   need->name, "cache_out")
-                            : NULL;
-    char *unique[2] = { j.names[0] ? name_registry_unique(&ctx->names, j.names[0]) : NULL,
-                        j.names[1] ? name_registry_unique(&ctx->names, j.names[1]) : NULL };
-    free(j.names[0]);
-    free(j.names[1]);
-    j.names[0] = unique[0];
-    j.names[1] = unique[1];
-    ok = ok && j.names[0] && j.names[1] && declare_pair(&j) && build_cache(&j);
-    *added += ok;
-    for (int64_t i = 0; i < j.rank; i++)
-        dim_info_clear(&j.dims[i]);
-    free(j.names[0]);
-    free(j.names[1]);
-    return ok ? RNNSTATE_OK : ctx_oom(ctx);
+    for (int64_t i = 0; ok && i < j->rank; i++)
+        ok = infer_dim(main_scope, x, i, &j->dims[i]);
+    return ok;
+}
+
+/* Adds the cache pair of a measured job (k: the template's {k}); false
+ * when out of memory. */
+static bool cache_one(cache_job *j, int k)
+{
+    const context_need *need = j->need;
+    rewrite_ctx *ctx = j->ctx;
+    char *names[2] = {
+        expand_name_template(ctx->options.name_template, need->op, k, need->name, "cache"),
+        expand_name_template(ctx->options.name_template, need->op, k, need->name, "cache_out"),
+    };
+    for (int i = 0; i < 2; i++)
+        j->names[i] = names[i] ? name_registry_unique(&ctx->names, names[i]) : NULL;
+    free(names[0]);
+    free(names[1]);
+    return j->names[0] && j->names[1] && declare_pair(j) && build_cache(j);
+}
+
+static void job_clear(cache_job *j)
+{
+    for (int64_t i = 0; i < j->rank; i++)
+        dim_info_clear(&j->dims[i]);
+    free(j->names[0]);
+    free(j->names[1]);
 }
 
 /* The count of `op` among the needs before need i (the template's {k}). */
@@ -276,16 +292,29 @@ rnnstate_status pass_context_cache(rewrite_ctx *ctx)
         return RNNSTATE_OK;
     if (!scope_tree_refresh(&ctx->scopes))
         return ctx_oom(ctx);
+    cache_job *jobs = calloc(a->n_needs, sizeof *jobs);
     elem_types types;
-    if (!elem_types_build(&types, &ctx->scopes))
+    if (!jobs || !elem_types_build(&types, &ctx->scopes)) {
+        free(jobs);
         return ctx_oom(ctx);
-    rnnstate_status st = RNNSTATE_OK;
-    size_t added = 0;
-    for (size_t i = 0; st == RNNSTATE_OK && i < a->n_needs; i++)
-        st = cache_one(ctx, &types, &a->needs[i], op_count_before(a, i), &added);
+    }
+    bool ok = true;
+    size_t measured = 0, added = 0;
+    for (; ok && measured < a->n_needs; measured++)
+        ok = measure(ctx, &types, &a->needs[measured], &jobs[measured]);
     elem_types_free(&types);
-    if (st != RNNSTATE_OK || !added)
-        return st; /* none cached: each is a blocker, the graph is as it was */
+    for (size_t i = 0; ok && i < measured; i++) {
+        ok = !jobs[i].cacheable || cache_one(&jobs[i], op_count_before(a, i));
+        added += ok && jobs[i].cacheable;
+    }
+    for (size_t i = 0; i < measured; i++)
+        job_clear(&jobs[i]);
+    free(jobs);
+    if (!ok)
+        return ctx_oom(ctx);
+    if (!added)
+        return RNNSTATE_OK; /* none cached: each is a blocker, the graph is as it was */
+    rnnstate_status st = RNNSTATE_OK;
     if (ctx->model->ir_version < 4 && ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL) {
         report_note(&ctx->report, "ir_version raised from %lld to 4 so that the context caches' "
                                   "defaults can be left out",

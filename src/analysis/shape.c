@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/window.h"
 #include "error.h"
 #include "recurrent_ops.h"
 #include "tensor_util.h"
@@ -350,6 +351,21 @@ static int64_t rank_of_broadcast(shape_query *q, const scope *s, const Onnx__Nod
     return rank;
 }
 
+/* The number of entries of a 1-D shape value (the rank of what it shapes),
+ * or -1. */
+static int64_t shape_length(shape_query *q, const scope *s, const char *shape, int depth)
+{
+    shape_query dims = { .cut = false }; /* a dimension, even inside an input trace */
+    dim_info d = { 0 };
+    int64_t n = -1;
+    if (rank_of(q, s, shape, depth + 1) == 1 && infer_dim_at(&dims, s, shape, 0, depth + 1, &d) &&
+        d.known && !d.param)
+        n = d.value;
+    dim_info_clear(&d);
+    q->cut |= dims.cut;
+    return n;
+}
+
 static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
                             const scope *o, const value_entry *e, int depth)
 {
@@ -386,10 +402,19 @@ static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
         int64_t r = rank_of(q, o, in0, depth + 1);
         if (r >= 0)
             rank = node_op_is(p, "Squeeze") ? r - (int64_t)n : r + (int64_t)n;
-    } else if (node_op_is(p, "Reshape") && p->n_input > 1) {
-        const Onnx__TensorProto *shape = constant_tensor(o, str_or_empty(p->input[1]));
-        if (shape && shape->n_dims == 1)
-            rank = shape->dims[0];
+    } else if (node_op_is(p, "Shape") || node_op_is(p, "Range")) {
+        rank = 1;
+    } else if (node_op_is(p, "Gather") && p->n_input > 1) {
+        int64_t data = rank_of(q, o, in0, depth + 1), idx = rank_of(q, o, node_input(p, 1), depth + 1);
+        rank = data >= 1 && idx >= 0 ? data + idx - 1 : -1;
+    } else if ((node_op_is(p, "Reshape") || node_op_is(p, "Expand")) && p->n_input > 1) {
+        rank = shape_length(q, o, node_input(p, 1), depth);
+        if (node_op_is(p, "Expand")) { /* broadcast: the larger rank */
+            int64_t r = rank_of(q, o, in0, depth + 1);
+            rank = rank < 0 || r < 0 ? -1 : r > rank ? r : rank;
+        }
+    } else if (node_op_is(p, "ConstantOfShape")) {
+        rank = shape_length(q, o, in0, depth);
     }
     free(vals);
     return rank;
@@ -501,9 +526,62 @@ static bool through_transpose(shape_query *q, const scope *s, const Onnx__NodePr
     return r < 0 || infer_dim_at(q, s, in0, r - 1 - axis, depth + 1, out);
 }
 
+/* Entry `index` of a Reshape's target shape when it is a dimension of a
+ * value taken with Shape (Concat of Unsqueeze(Gather(Shape(y), j)) pieces, as
+ * exporters write reshape(b, t, -1)): *y and *j, or false. */
+static bool shape_entry_source(const scope *s, const char *shape, int64_t index, const scope **ys,
+                               const char **y, int64_t *j)
+{
+    const scope *o;
+    const Onnx__NodeProto *p = value_producer(s, shape, &o);
+    for (int hops = 0; p && hops < 8 && node_op_is(p, "Concat"); hops++) {
+        const Onnx__NodeProto *piece = NULL;
+        int64_t at = 0;
+        for (size_t i = 0; i < p->n_input && !piece; i++) {
+            int64_t r = infer_rank(o, node_input(p, i)), len = -1;
+            dim_info d = { 0 };
+            if (r == 1 && infer_dim(o, node_input(p, i), 0, &d) && d.known && !d.param)
+                len = d.value;
+            dim_info_clear(&d);
+            if (len < 0)
+                return false;
+            if (index < at + len) {
+                if (len != 1)
+                    return false;
+                piece = value_producer(o, node_input(p, i), &o);
+            }
+            at += len;
+        }
+        p = piece;
+    }
+    while (p && (node_op_is(p, "Unsqueeze") || node_op_is(p, "Cast")))
+        p = value_producer(o, node_input(p, 0), &o);
+    if (!p || !node_op_is(p, "Gather") || node_attr_int(p, "axis", 0) != 0)
+        return false;
+    const Onnx__TensorProto *t = scope_tensor_data(o, constant_tensor(o, node_input(p, 1)));
+    int64_t *v = NULL;
+    size_t n = 0;
+    bool ok = t && tensor_read_int64s(t, &v, &n) && n == 1 && v[0] >= 0;
+    const scope *so;
+    const Onnx__NodeProto *sh = ok ? value_producer(o, node_input(p, 0), &so) : NULL;
+    ok = sh && node_op_is(sh, "Shape") && !node_attr(sh, "start");
+    if (ok) {
+        *ys = so;
+        *y = node_input(sh, 0);
+        *j = v[0];
+    }
+    free(v);
+    return ok;
+}
+
 static bool through_reshape(shape_query *q, const scope *s, const Onnx__NodeProto *p,
                             int64_t axis, int depth, dim_info *out)
 {
+    const scope *ys;
+    const char *y;
+    int64_t j;
+    if (p->n_input > 1 && shape_entry_source(s, node_input(p, 1), axis, &ys, &y, &j))
+        return infer_dim_at(q, ys, y, j, depth + 1, out);
     int64_t *shape = NULL;
     size_t n = 0;
     if (p->n_input < 2 || !node_ints(s, p, "", 1, &shape, &n) || (size_t)axis >= n) {
@@ -525,17 +603,36 @@ static bool through_reshape(shape_query *q, const scope *s, const Onnx__NodeProt
 
 /* Recurrent outputs: Y is [T, D, B, H] (layout 0) or [B, T, D, H] (layout 1);
  * Y_h and Y_c are [D, B, H] or [B, D, H]. Only X-derived dims are traced. */
+static int64_t recurrent_x_axis(const Onnx__NodeProto *p, int slot, int64_t axis)
+{
+    bool batch_first = node_attr_int(p, "layout", 0) == 1;
+    if (slot == 0)
+        return batch_first ? (axis <= 1 ? axis : -1) : (axis == 0 ? 0 : axis == 2 ? 1 : -1);
+    return (batch_first ? axis == 0 : axis == 1) ? (batch_first ? 0 : 1) : -1;
+}
+
+/* The directions or hidden axis of a recurrent output, from the node's
+ * attributes, or -1. */
+static int64_t recurrent_attr_dim(const Onnx__NodeProto *p, int slot, int64_t axis)
+{
+    bool batch_first = node_attr_int(p, "layout", 0) == 1;
+    int64_t last = slot == 0 ? 3 : 2, dirs = batch_first ? (slot == 0 ? 2 : 1) : (slot == 0);
+    char buf[32];
+    const char *dir = node_attr_string(p, "direction", buf, sizeof buf);
+    if (axis == dirs)
+        return dir && !strcmp(dir, "bidirectional") ? 2 : 1;
+    return axis == last ? node_attr_int(p, "hidden_size", -1) : -1;
+}
+
 static bool through_recurrent(shape_query *q, const scope *s, const Onnx__NodeProto *p, int slot,
                               int64_t axis, int depth, dim_info *out)
 {
-    const char *x = str_or_empty(p->input[0]);
-    bool batch_first = node_attr_int(p, "layout", 0) == 1;
-    int64_t x_axis = -1;
-    if (slot == 0)
-        x_axis = batch_first ? (axis <= 1 ? axis : -1) : (axis == 0 ? 0 : axis == 2 ? 1 : -1);
-    else
-        x_axis = (batch_first ? axis == 0 : axis == 1) ? (batch_first ? 0 : 1) : -1;
-    return x_axis < 0 || infer_dim_at(q, s, x, x_axis, depth + 1, out);
+    int64_t x_axis = recurrent_x_axis(p, slot, axis), fixed = recurrent_attr_dim(p, slot, axis);
+    if (x_axis < 0 && fixed > 0) {
+        out->known = true;
+        out->value = fixed;
+    }
+    return x_axis < 0 || infer_dim_at(q, s, node_input(p, 0), x_axis, depth + 1, out);
 }
 
 /* For a broadcasting op: an operand of the output's rank whose dimension is
@@ -588,72 +685,119 @@ static bool through_matmul(shape_query *q, const scope *s, const Onnx__NodeProto
     return infer_dim_at(q, s, in0, axis, depth + 1, out);
 }
 
-/* Entry `index` of a Reshape's target shape when it is a dimension of a
- * value taken with Shape (Concat of Unsqueeze(Gather(Shape(y), j)) pieces, as
- * exporters write reshape(b, t, -1)): *y and *j, or false. */
-static bool shape_entry_source(const scope *s, const char *shape, int64_t index, const scope **ys,
-                               const char **y, int64_t *j)
+/* A known, fixed dimension (no name) of `value` along `axis`, or -1. */
+static int64_t fixed_dim(shape_query *q, const scope *s, const char *value, int64_t axis,
+                         int depth, bool *ok)
 {
-    const scope *o;
-    const Onnx__NodeProto *p = value_producer(s, shape, &o);
-    for (int hops = 0; p && hops < 8 && node_op_is(p, "Concat"); hops++) {
-        const Onnx__NodeProto *piece = NULL;
-        int64_t at = 0;
-        for (size_t i = 0; i < p->n_input && !piece; i++) {
-            int64_t r = infer_rank(o, node_input(p, i)), len = -1;
-            dim_info d = { 0 };
-            if (r == 1 && infer_dim(o, node_input(p, i), 0, &d) && d.known && !d.param)
-                len = d.value;
-            dim_info_clear(&d);
-            if (len < 0)
-                return false;
-            if (index < at + len) {
-                if (len != 1)
-                    return false;
-                piece = value_producer(o, node_input(p, i), &o);
-            }
-            at += len;
-        }
-        p = piece;
+    dim_info d = { 0 };
+    *ok = infer_dim_at(q, s, value, axis, depth + 1, &d);
+    int64_t v = *ok && d.known && !d.param ? d.value : -1;
+    dim_info_clear(&d);
+    return v;
+}
+
+/* Conv, ConvTranspose and pools, axis >= 1: the channels from the weight
+ * (the pools keep them); a spatial length from the input's (its identity,
+ * when tracing to an input). */
+static bool through_window(shape_query *q, const scope *o, const Onnx__NodeProto *p,
+                           int64_t axis, int depth, dim_info *out)
+{
+    const char *in0 = node_input(p, 0);
+    bool global = !strncmp(str_or_empty(p->op_type), "Global", 6);
+    bool weighted = strstr(str_or_empty(p->op_type), "Conv") != NULL, ok = true;
+    if (q->to_input) /* the channel axis is not followed: it changes meaning */
+        return axis == 1 || global || infer_dim_at(q, o, in0, axis, depth + 1, out);
+    if (axis == 1 && !weighted)
+        return infer_dim_at(q, o, in0, axis, depth + 1, out);
+    int64_t v = -1;
+    if (axis == 1 && p->n_input > 1) { /* ConvTranspose: W is [C, M / group, k...] */
+        bool transposed = node_op_is(p, "ConvTranspose");
+        v = fixed_dim(q, o, node_input(p, 1), transposed, depth, &ok);
+        v = transposed && v > 0 ? v * node_attr_int(p, "group", 1) : v;
+    } else if (axis >= 2 && global) {
+        v = 1;
+    } else if (axis >= 2) {
+        int64_t r = rank_of(q, o, in0, depth + 1), len = fixed_dim(q, o, in0, axis, depth, &ok);
+        int64_t kernel = weighted && p->n_input > 1 && ok
+                             ? fixed_dim(q, o, node_input(p, 1), axis, depth, &ok) : -1;
+        window w;
+        int i = (int)axis - 2;
+        if (ok && r > axis && len >= 0 && window_along(p, i, (int)r - 2, kernel, &w) &&
+            window_resolve_auto_pad(p, len, &w))
+            v = window_output_len(p, i, &w, len);
     }
-    while (p && (node_op_is(p, "Unsqueeze") || node_op_is(p, "Cast")))
-        p = value_producer(o, node_input(p, 0), &o);
-    if (!p || !node_op_is(p, "Gather") || node_attr_int(p, "axis", 0) != 0)
-        return false;
-    const Onnx__TensorProto *t = scope_tensor_data(o, constant_tensor(o, node_input(p, 1)));
-    int64_t *v = NULL;
-    size_t n = 0;
-    bool ok = t && tensor_read_int64s(t, &v, &n) && n == 1 && v[0] >= 0;
-    const scope *so;
-    const Onnx__NodeProto *sh = ok ? value_producer(o, node_input(p, 0), &so) : NULL;
-    ok = sh && node_op_is(sh, "Shape") && !node_attr(sh, "start");
-    if (ok) {
-        *ys = so;
-        *y = node_input(sh, 0);
-        *j = v[0];
+    if (v >= 0) {
+        out->known = true;
+        out->value = v;
     }
-    free(v);
     return ok;
 }
 
-/* trace_axis_to_input follows an axis through what keeps its identity but
- * not its size: the spatial axes of convolutions and pools, Pad, Slice. */
-static bool through_identity(shape_query *q, const scope *o, const Onnx__NodeProto *p,
-                             int64_t axis, int depth, dim_info *out, bool *done)
+/* Pad: the input's length plus the pads along the axis (attribute, or input
+ * 1 folded from constants; not with an axes input). */
+static bool through_pad(shape_query *q, const scope *o, const Onnx__NodeProto *p, int64_t axis,
+                        int depth, dim_info *out)
 {
-    *done = true;
-    bool global = !strncmp(str_or_empty(p->op_type), "Global", 6); /* reduce their axes */
-    if ((node_op_in(p, batch_keeping_ops) && axis != 1 && !global) || node_op_is(p, "Pad") ||
-        node_op_is(p, "Slice"))
-        return infer_dim_at(q, o, node_input(p, 0), axis, depth + 1, out);
-    const scope *ys;
-    const char *y;
-    int64_t j;
-    if (node_op_is(p, "Reshape") && p->n_input > 1 &&
-        shape_entry_source(o, node_input(p, 1), axis, &ys, &y, &j))
-        return infer_dim_at(q, ys, y, j, depth + 1, out);
-    *done = false;
-    return true;
+    const char *in0 = node_input(p, 0);
+    if (q->to_input)
+        return infer_dim_at(q, o, in0, axis, depth + 1, out);
+    int64_t *pads = NULL, r = rank_of(q, o, in0, depth + 1);
+    size_t n = 0;
+    bool ok = true, have = node_attr(p, "pads")
+                               ? node_ints(o, p, "pads", 1, &pads, &n)
+                               : p->n_input > 1 && (p->n_input < 4 || !*node_input(p, 3)) &&
+                                     fold_int64s(o, node_input(p, 1), &pads, &n);
+    have = have && r > axis && n == (size_t)(2 * r);
+    if (have && !pads[axis] && !pads[axis + r]) { /* not padded: the same, named or not */
+        free(pads);
+        return infer_dim_at(q, o, in0, axis, depth + 1, out);
+    }
+    int64_t len = have ? fixed_dim(q, o, in0, axis, depth, &ok) : -1;
+    if (len >= 0 && len + pads[axis] + pads[axis + r] >= 0) {
+        out->known = true;
+        out->value = len + pads[axis] + pads[axis + r];
+    }
+    free(pads);
+    return ok;
+}
+
+/* Along a Concat's axis: the sum of its inputs' lengths. */
+static bool concat_sum(shape_query *q, const scope *o, const Onnx__NodeProto *p, int64_t axis,
+                       int depth, dim_info *out)
+{
+    int64_t sum = 0;
+    bool ok = true;
+    for (size_t i = 0; i < p->n_input && sum >= 0 && ok; i++) {
+        int64_t len = fixed_dim(q, o, node_input(p, i), axis, depth, &ok);
+        sum = len < 0 ? -1 : sum + len;
+    }
+    if (ok && sum >= 0) {
+        out->known = true;
+        out->value = sum;
+    }
+    return ok;
+}
+
+/* Whether a Slice may cut `axis` (its axes, or the first ones when it has
+ * none; true when they are not known). */
+static bool slice_cuts(const scope *s, const Onnx__NodeProto *p, int64_t axis)
+{
+    int64_t *axes = NULL, *starts = NULL;
+    size_t n = 0, n_starts = 0;
+    bool listed = node_ints(s, p, "axes", 3, &axes, &n);
+    if (!listed && (node_attr(p, "axes") || (p->n_input > 3 && *node_input(p, 3))))
+        return true; /* axes given but not constant */
+    if (!listed) {
+        bool known = node_ints(s, p, "starts", 1, &starts, &n_starts);
+        free(starts);
+        return !known || axis < (int64_t)n_starts;
+    }
+    int64_t r = infer_rank(s, node_input(p, 0));
+    bool cuts = false;
+    for (size_t k = 0; k < n; k++)
+        cuts |= axes[k] == axis || (axes[k] < 0 && (r < 0 || axes[k] + r == axis));
+    free(axes);
+    return cuts;
 }
 
 static bool through_producer(shape_query *q, const scope *s, const char *value, int64_t axis,
@@ -665,22 +809,17 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
     if (!p || p->n_input == 0)
         return true;
     const char *in0 = str_or_empty(p->input[0]);
-    bool done = false;
-    if (q->to_input) {
-        bool ok = through_identity(q, o, p, axis, depth, out, &done);
-        if (done)
-            return ok;
-    }
+    if (node_op_is(p, "Slice") && (q->to_input || !slice_cuts(o, p, axis)))
+        return infer_dim_at(q, o, in0, axis, depth + 1, out); /* the same axis (shorter) */
     if (recurrent_op_of(p))
         return through_recurrent(q, o, p, slot, axis, depth, out);
     if (node_op_in(p, same_shape_ops))
         return infer_dim_at(q, o, in0, axis, depth + 1, out);
-    if (node_op_in(p, batch_keeping_ops)) {
-        /* a spatial axis (not of the Global pools, which reduce them) runs
-         * along the same input axis, with another length */
-        bool spatial = axis >= 2 && q->to_input && strncmp(str_or_empty(p->op_type), "Global", 6);
-        return (axis != 0 && !spatial) || infer_dim_at(q, o, in0, axis, depth + 1, out);
-    }
+    if (node_op_in(p, batch_keeping_ops))
+        return axis == 0 ? infer_dim_at(q, o, in0, axis, depth + 1, out)
+                         : through_window(q, o, p, axis, depth, out);
+    if (node_op_is(p, "Pad"))
+        return through_pad(q, o, p, axis, depth, out);
     if (node_op_in(p, reduce_ops))
         return through_removed_axes(q, o, p, node_attr_int(p, "keepdims", 1) != 0, axis, depth,
                                     out);
@@ -704,8 +843,9 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
          * runs along is the last input's (a context cache, GTCRN's and
          * DPCRN's, puts the cached frames first and this call's last) */
         if ((c < 0 ? c + r : c) == axis)
-            return !q->to_input ||
-                   infer_dim_at(q, o, str_or_empty(p->input[p->n_input - 1]), axis, depth + 1, out);
+            return q->to_input ? infer_dim_at(q, o, str_or_empty(p->input[p->n_input - 1]), axis,
+                                              depth + 1, out)
+                               : concat_sum(q, o, p, axis, depth, out);
         return infer_dim_at(q, o, in0, axis, depth + 1, out);
     }
     return true;
@@ -824,4 +964,75 @@ int64_t infer_rank(const scope *s, const char *value)
 {
     shape_query q = { .cut = false };
     return rank_of(&q, s, value, 0);
+}
+
+/* dim_source's step: the axis of input 0 (or, for a Reshape entry taken
+ * from a Shape, of another value: *s and *value change) that dimension
+ * `axis` of p's output is, with the same size; -1 when there is none. */
+static int64_t same_size_axis(const scope **s, const Onnx__NodeProto *p, int slot, int64_t axis,
+                              const char **value)
+{
+    const Onnx__AttributeProto *perm = node_attr(p, "perm");
+    *value = node_input(p, 0);
+    if (recurrent_op_of(p))
+        return recurrent_x_axis(p, slot, axis);
+    if (node_op_in(p, same_shape_ops) || (node_op_in(p, batch_keeping_ops) && axis == 0))
+        return axis;
+    if (node_op_is(p, "Transpose"))
+        return perm && (size_t)axis < perm->n_ints ? perm->ints[axis] : -1;
+    if (node_op_is(p, "Reshape") && p->n_input > 1) {
+        int64_t j;
+        if (shape_entry_source(*s, node_input(p, 1), axis, s, value, &j))
+            return j;
+        int64_t *shape = NULL;
+        size_t n = 0;
+        bool copy = node_ints(*s, p, "", 1, &shape, &n) && (size_t)axis < n && shape[axis] == 0 &&
+                    node_attr_int(p, "allowzero", 0) == 0;
+        free(shape);
+        return copy ? axis : -1;
+    }
+    if (node_op_is(p, "Squeeze") || node_op_is(p, "Unsqueeze")) {
+        int64_t *axes = NULL, r = infer_rank(*s, *value), out_rank;
+        size_t n = 0;
+        if (r < 0 || !node_ints(*s, p, "axes", 1, &axes, &n))
+            return -1;
+        bool squeeze = node_op_is(p, "Squeeze");
+        out_rank = squeeze ? r - (int64_t)n : r + (int64_t)n;
+        /* walk the longer list, counting the axes the shorter one lacks */
+        int64_t longer = squeeze ? r : out_rank, kept = -1, found = -1;
+        for (int64_t i = 0; i < longer && found < 0; i++) {
+            bool listed = false;
+            for (size_t k = 0; k < n; k++)
+                listed |= (axes[k] < 0 ? axes[k] + longer : axes[k]) == i;
+            if (!listed)
+                kept++;
+            if (squeeze && !listed && kept == axis)
+                found = i;
+            if (!squeeze && i == axis)
+                found = listed ? -2 : kept;
+        }
+        free(axes);
+        return found < 0 ? -1 : found;
+    }
+    return -1;
+}
+
+void dim_source(const scope *s, const char *value, int64_t axis, const scope **os,
+                const char **ovalue, int64_t *oaxis)
+{
+    for (int steps = 0; steps < MAX_TRACE_DEPTH * 16; steps++) {
+        const scope *o;
+        int slot;
+        const Onnx__NodeProto *p = shape_producer(s, value, &o, &slot);
+        const char *next = NULL;
+        int64_t a = p && p->n_input ? same_size_axis(&o, p, slot, axis, &next) : -1;
+        if (a < 0 || !*next)
+            break;
+        s = o;
+        value = next;
+        axis = a;
+    }
+    *os = s;
+    *ovalue = value;
+    *oaxis = axis;
 }

@@ -64,6 +64,13 @@ typedef struct stream_analysis {
      * along time: streamable when the state pass carries their state) or
      * STREAM_PER_FRAME (time is their batch: reset at every call). */
     ptrmap classes;
+    /* Recurrent nodes along time whose batch the graph does not declare but
+     * the analysis tells in terms of an input's named dimension: node ->
+     * index into names ("batch", or "batch*8" for a dual-path model's
+     * inter-frame RNN, whose batch is the batch times the frequency bins). */
+    ptrmap batch_names;
+    char **names;
+    size_t n_names;
 } stream_analysis;
 
 enum { STREAM_ALONG_TIME = 1, STREAM_PER_FRAME = 2 };
@@ -80,5 +87,10 @@ void stream_analysis_free(stream_analysis *a);
 /* STREAM_ALONG_TIME or STREAM_PER_FRAME for a recurrent node the time axis
  * reached, else 0; constant time. */
 int stream_recurrent_class(const stream_analysis *a, const Onnx__NodeProto *node);
+
+/* The batch of a recurrent node along time as a named input dimension, or
+ * a multiple of one ("batch*8"), where the graph does not declare it; NULL
+ * when not known that way. */
+const char *stream_batch_name(const stream_analysis *a, const Onnx__NodeProto *node);
 
 #endif

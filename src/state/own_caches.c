@@ -404,3 +404,11 @@ rnnstate_status report_own_caches(rewrite_ctx *ctx)
     strmap_free(&paired_out);
     return st;
 }
+
+bool own_caches_possible(const Onnx__GraphProto *main_graph)
+{
+    for (size_t i = 0; i < main_graph->n_node; i++)
+        if (node_op_is(main_graph->node[i], "Concat") && node_default_domain(main_graph->node[i]))
+            return true;
+    return false;
+}

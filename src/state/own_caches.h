@@ -28,4 +28,8 @@
  * refreshes it). Linear in the size of the main graph. */
 rnnstate_status report_own_caches(rewrite_ctx *ctx);
 
+/* Whether the main graph can hold such a cache at all (it has a Concat):
+ * a scan of its nodes, so that a model without one costs no index rebuild. */
+bool own_caches_possible(const Onnx__GraphProto *main_graph);
+
 #endif

@@ -259,9 +259,10 @@ rnnstate_status pass_state(rewrite_ctx *ctx)
     ctx->scopes.stale |= touched;
     /* the model's own context caches, once the recurrent pairs are known,
      * on an index that describes the graph (the next pass reads it anyway) */
-    if (st == RNNSTATE_OK && plans.n && !scope_tree_refresh(&ctx->scopes))
+    bool caches = plans.n && own_caches_possible(ctx->model->graph);
+    if (st == RNNSTATE_OK && caches && !scope_tree_refresh(&ctx->scopes))
         st = ctx_oom(ctx);
-    if (st == RNNSTATE_OK && plans.n)
+    if (st == RNNSTATE_OK && caches)
         st = report_own_caches(ctx);
     if (st == RNNSTATE_OK && report_builder_failed(&ctx->report))
         st = ctx_oom(ctx);

@@ -107,7 +107,8 @@ static const char *selection_skip_reason(const rnnstate_options *o, const char *
 
 /* Fills the node's state shape; returns a skip reason, or NULL when the node
  * can be handled, or "" when out of memory. */
-static const char *describe_node(const elem_types *types, node_plan *p, char *buf, size_t size)
+static const char *describe_node(const elem_types *types, const stream_analysis *stream,
+                                 node_plan *p, char *buf, size_t size)
 {
     recurrent_shape *rs = &p->rs;
     const Onnx__NodeProto *node = rs->node;
@@ -126,11 +127,13 @@ static const char *describe_node(const elem_types *types, node_plan *p, char *bu
     if (!infer_dim(rs->sc, rs->x, rs->batch_first ? 0 : 1, &rs->batch))
         return "";
     if (!rs->batch.known) {
-        /* the batch cannot be known statically: give it a fresh symbolic name */
-        size_t n = strlen(rs->prefix) + 8;
+        /* not declared: named after the input dimension it is (a multiple
+         * of), as the stream analysis tells it, else a fresh symbolic name */
+        const char *told = stream_batch_name(stream, node);
+        size_t n = told ? strlen(told) + 1 : strlen(rs->prefix) + 8;
         if (!(rs->batch.param = malloc(n)))
             return "";
-        snprintf(rs->batch.param, n, "%s_batch", rs->prefix);
+        snprintf(rs->batch.param, n, told ? "%s" : "%s_batch", told ? told : rs->prefix);
         rs->batch.known = true;
     }
     if (!state_default_fits(rs))
@@ -227,7 +230,7 @@ static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan 
                "across calls is ambiguous";
     if (!branches_complete(p->rs.sc))
         return "inside an If node that lacks a then_branch or else_branch (an invalid model)";
-    const char *skip = describe_node(types, p, reason, size);
+    const char *skip = describe_node(types, &ctx->stream, p, reason, size);
     if (!skip && !record_fixed_sequence_length(ctx, p))
         skip = "";
     if (!skip)

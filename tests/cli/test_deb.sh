@@ -86,5 +86,21 @@ else
   fail "example against the package" "$(cat "$work/cc.log")"
 fi
 
+# The Python module (issue 25): in Debian's dist-packages, finding the unpacked
+# library through its _install.py.
+pydir=usr/lib/python3/dist-packages/rnnstate
+if grep -qx "\./$pydir/__init__.py" "$work/contents" && grep -qx "\./$pydir/_install.py" "$work/contents"; then
+  out=$(cd "$work" && env -u LD_LIBRARY_PATH -u RNNSTATE_LIBRARY PYTHONPATH=$root/usr/lib/python3/dist-packages \
+        python3 -c 'import sys, rnnstate; print(rnnstate.library_path());
+print(rnnstate.rewrite(sys.argv[1]).report["status"])' "$src/models/denoiser_gru.onnx" 2>&1)
+  if [ "$(echo "$out" | head -1)" -ef "$root/$lib/librnnstate.so.0" ] && [ "$(echo "$out" | sed -n 2p)" = rewritten ]; then
+    pass "/$pydir imports, loads the package's library and rewrites a model"
+  else
+    fail "the packaged Python module" "$out"
+  fi
+else
+  fail "package holds /$pydir" "missing"
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -136,8 +136,9 @@ function printText(r, out) {
   out(`  time axis: ${r.time_axes.map((t) => `${t.input}:${t.axis}`).join(', ') || 'none'}`
     + `${r.time_axes_from ? ` (${r.time_axes_from})` : ''}`);
   if (r.stream) {
-    const how = r.stream.verdict === 'exact' ? `, chunks of any multiple of ${r.stream.chunk_multiple} step(s)`
-      : `: ${describeBlockers(r.stream)}`;
+    const k = r.stream.chunk_multiple;
+    const how = r.stream.verdict !== 'exact' ? `: ${describeBlockers(r.stream)}`
+      : k > 1 ? `, chunks of any multiple of ${k} steps` : ', chunks of any length';
     out(`  stream: ${r.stream.verdict}${how} (rnnstate.stream)`);
   }
   for (const c of r.checks) {

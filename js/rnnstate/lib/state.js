@@ -176,13 +176,17 @@ function resolveStateShape(pair, declaredInputs, feeds, times, label = 'the mode
   return pair.shape.map((dim, i) => {
     if (isFixed(dim)) return dim;
     if (typeof dim === 'string' && bound.has(dim)) return bound.get(dim);
+    // "batch*8": a multiple of a named dimension (the rewriter writes it for
+    // a dual-path model's inter-frame RNN, whose batch is batch x frequency)
+    const multiple = typeof dim === 'string' ? /^(.+)\*([1-9][0-9]{0,8})$/.exec(dim) : null;
+    if (multiple && bound.has(multiple[1])) return bound.get(multiple[1]) * Number(multiple[2]);
     if (i !== batchAxis) {
       throw new Error(`${what} ${i} (${JSON.stringify(dim)}) of its shape ${shown} is not its batch and no fed input `
         + `names it: pass ${pair.input} in the first call's feeds, or give the pair with its shape `
         + '(StatefulSession option pairs: [{ input, output, shape }])');
     }
     const { batch, why } = batchFromFeeds(declaredInputs, feeds, times, stateInputs);
-    if (batch !== undefined) return batch;
+    if (batch !== undefined) return multiple ? batch * Number(multiple[2]) : batch;
     throw new Error(`${what} ${i} (${JSON.stringify(dim)}) of its shape ${shown} is its batch, which no fed input `
       + `names, and the feeds do not tell it (${why}): pass ${pair.input} in the first call's feeds, or give the time `
       + 'axes (StatefulSession option time, rnnstate-verify --time INPUT:AXIS) so that the batch is the time input\'s '
