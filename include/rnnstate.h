@@ -511,11 +511,15 @@ RNNSTATE_API rnnstate_status rnnstate_model_check(const rnnstate_model *model,
 
 /* Writes the report as text, one line per recurrent node, each line prefixed
  * with `label` (usually the model's file name). With `verbose`, each node's
- * decisions follow it. Returns false, like the JSON writers, when the text
- * could not be written (a write error on `out`; or memory to format it ran
- * out, and a line saying so was written instead). */
+ * decisions follow it. Returns false on a write error (errno set); it does
+ * not need memory (when none is left it writes through a fixed buffer). */
 RNNSTATE_API bool rnnstate_report_write_text(const rnnstate_report *report, const char *label,
                                              bool verbose, FILE *out);
+
+/* The text rnnstate_report_write_text() writes, as a malloc'd string (free()
+ * it); NULL when memory runs out. */
+RNNSTATE_API char *rnnstate_report_text(const rnnstate_report *report, const char *label,
+                                        bool verbose);
 
 /* Returns `text` (a name from a model, a path from a directory) escaped as
  * the reports print it: control bytes, backslashes and bytes that are not

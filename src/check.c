@@ -233,6 +233,7 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
     graph_index gi = { .by_name = STRMAP_INIT };
     if (!graph_index_build(&gi, g))
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
+    oom_clear();
     rnnstate_status st = check_unique(&gi, model->label, "check failed", err);
     order_check oc = { .label = model->label, .err = err };
     if (st == RNNSTATE_OK)
@@ -240,6 +241,10 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
     for (size_t i = 0; st == RNNSTATE_OK && i < report->n_pairs; i++)
         st = check_pair(&gi, &report->pairs[i], model->label, err);
     graph_index_free(&gi);
+    /* a check that failed to allocate (error.h) proves nothing either way */
+    if (oom_noted() && (st == RNNSTATE_OK || st == RNNSTATE_ERR_INVALID))
+        st = set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
+    oom_clear();
     return st;
 }
 

@@ -19,3 +19,20 @@ rnnstate_status set_error(rnnstate_error *err, rnnstate_status status, const cha
     }
     return status;
 }
+
+static _Thread_local bool oom_flag;
+
+void oom_note(void)
+{
+    oom_flag = true;
+}
+
+bool oom_noted(void)
+{
+    return oom_flag;
+}
+
+void oom_clear(void)
+{
+    oom_flag = false;
+}

@@ -178,7 +178,7 @@ static void pair_free(rnnstate_state_pair *p)
 {
     free((char *)p->input);
     free((char *)p->output);
-    for (size_t i = 0; i < p->rank; i++)
+    for (size_t i = 0; p->shape && i < p->rank; i++)
         free((char *)p->shape[i].param);
     free((void *)p->shape);
 }
@@ -475,38 +475,60 @@ void rnnstate_string_free(char *text)
     free(text);
 }
 
-bool rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
-                                FILE *out)
+static void add_report_text(strbuf *sb, const rnnstate_report *report, const char *label,
+                            bool verbose)
 {
-    strbuf sb = STRBUF_INIT;
     size_t counts[4] = { 0, 0, 0, 0 };
     for (size_t i = 0; i < report->n_nodes; i++) {
         counts[report->nodes[i].status]++;
-        add_node_text(&sb, &report->nodes[i], label, verbose);
+        add_node_text(sb, &report->nodes[i], label, verbose);
     }
     for (size_t i = 0; i < report->n_pairs; i++)
-        add_pair_text(&sb, &report->pairs[i], label);
+        add_pair_text(sb, &report->pairs[i], label);
     for (size_t i = 0; i < report->n_time_axes; i++)
-        add_time_axis_text(&sb, &report->time_axes[i], label);
+        add_time_axis_text(sb, &report->time_axes[i], label);
     if (report->stream_verdict != RNNSTATE_STREAM_NOT_ANALYSED)
-        add_stream_text(&sb, report, label);
+        add_stream_text(sb, report, label);
     for (size_t i = 0; i < report->n_notes; i++)
-        add_line_text(&sb, label, ": note: ", report->notes[i]);
+        add_line_text(sb, label, ": note: ", report->notes[i]);
     if (report->n_nodes == 0)
-        add_line_text(&sb, label, ": ", "no recurrent (RNN, GRU, LSTM) nodes found");
-    sb_add_escaped(&sb, label);
-    sb_addf(&sb, ": %zu recurrent node%s: %zu updated, %zu already exposed, %zu skipped",
+        add_line_text(sb, label, ": ", "no recurrent (RNN, GRU, LSTM) nodes found");
+    sb_add_escaped(sb, label);
+    sb_addf(sb, ": %zu recurrent node%s: %zu updated, %zu already exposed, %zu skipped",
             report->n_nodes, report->n_nodes == 1 ? "" : "s", counts[RNNSTATE_NODE_UPDATED],
             counts[RNNSTATE_NODE_ALREADY_EXPOSED], counts[RNNSTATE_NODE_SKIPPED]);
     if (counts[RNNSTATE_NODE_RESET_EACH_CALL])
-        sb_addf(&sb, ", %zu reset at every call", counts[RNNSTATE_NODE_RESET_EACH_CALL]);
-    sb_addf(&sb, "; model %s\n", model_status_word(report));
-    bool formatted = !sb.oom;
-    /* flushed, so that a write error shows now rather than at fclose() */
-    bool written = fputs(formatted ? sb.buf : "out of memory while formatting the report\n",
-                         out) >= 0 && fflush(out) == 0 && !ferror(out);
-    sb_release(&sb);
-    return formatted && written;
+        sb_addf(sb, ", %zu reset at every call", counts[RNNSTATE_NODE_RESET_EACH_CALL]);
+    sb_addf(sb, "; model %s\n", model_status_word(report));
+}
+
+char *rnnstate_report_text(const rnnstate_report *report, const char *label, bool verbose)
+{
+    strbuf sb = STRBUF_INIT;
+    add_report_text(&sb, report, label, verbose);
+    if (sb.oom) {
+        sb_release(&sb);
+        return NULL;
+    }
+    return sb_detach(&sb);
+}
+
+bool rnnstate_report_write_text(const rnnstate_report *report, const char *label, bool verbose,
+                                FILE *out)
+{
+    char *text = rnnstate_report_text(report, label, verbose);
+    if (text) {
+        /* flushed, so that a write error shows now rather than at fclose() */
+        bool ok = fputs(text, out) >= 0 && fflush(out) == 0 && !ferror(out);
+        free(text);
+        return ok;
+    }
+    /* out of memory: written through a fixed buffer instead */
+    char buf[4096];
+    strbuf sink;
+    sb_init_sink(&sink, buf, sizeof buf, out);
+    add_report_text(&sink, report, label, verbose);
+    return sb_sink_flush(&sink);
 }
 
 /* ---- JSON -------------------------------------------------------------- */
@@ -663,13 +685,20 @@ static void json_write_part(rnnstate_json_stream *s, strbuf *sb, bool flush)
     sb_release(sb);
 }
 
+static void json_write_fixed(rnnstate_json_stream *s, const char *text)
+{
+    errno = 0;
+    if (!s->error && (fputs(text, s->out) < 0 || fflush(s->out) != 0 || ferror(s->out)))
+        s->error = errno ? errno : EIO;
+}
+
 void rnnstate_json_stream_begin(rnnstate_json_stream *s, FILE *out)
 {
     *s = (rnnstate_json_stream){ .out = out };
-    strbuf sb = STRBUF_INIT;
-    sb_adds(&sb, "{\"tool\": \"rnnstate-rewrite\", \"version\": \"" RNNSTATE_VERSION_STRING
-                 "\",\n  \"models\": [\n");
-    json_write_part(s, &sb, true);
+    /* the head and the summary are written without allocating: only an
+     * entry can fail for want of memory */
+    json_write_fixed(s, "{\"tool\": \"rnnstate-rewrite\", \"version\": \"" RNNSTATE_VERSION_STRING
+                        "\",\n  \"models\": [\n");
 }
 
 /* One entry; flushed with `flush` (a stream's reader sees it at once, while
@@ -689,6 +718,19 @@ static void json_add(rnnstate_json_stream *s, const rnnstate_model_result *resul
     if (!first)
         sb_adds(&sb, ",\n");
     add_json_model(&sb, result);
+    if (sb.oom) {
+        /* out of memory: the entry goes out through a fixed buffer instead,
+         * so that the report is whole all the same */
+        char buf[4096];
+        sb_release(&sb);
+        sb_init_sink(&sb, buf, sizeof buf, s->out);
+        if (!first)
+            sb_adds(&sb, ",\n");
+        add_json_model(&sb, result);
+        if (!s->error && !sb_sink_flush(&sb))
+            s->error = errno;
+        return;
+    }
     json_write_part(s, &sb, flush);
 }
 
@@ -699,12 +741,12 @@ void rnnstate_json_stream_add(rnnstate_json_stream *s, const rnnstate_model_resu
 
 bool rnnstate_json_stream_end(rnnstate_json_stream *s)
 {
-    strbuf sb = STRBUF_INIT;
-    sb_addf(&sb,
-            "\n  ],\n  \"summary\": {\"models\": %zu, \"rewritten\": %zu, \"annotated\": %zu, "
-            "\"unchanged\": %zu, \"errors\": %zu}\n}\n",
-            s->models, s->rewritten, s->annotated, s->unchanged, s->errors);
-    json_write_part(s, &sb, true);
+    char tail[256];
+    snprintf(tail, sizeof tail,
+             "\n  ],\n  \"summary\": {\"models\": %zu, \"rewritten\": %zu, \"annotated\": %zu, "
+             "\"unchanged\": %zu, \"errors\": %zu}\n}\n",
+             s->models, s->rewritten, s->annotated, s->unchanged, s->errors);
+    json_write_fixed(s, tail);
     return !s->error;
 }
 

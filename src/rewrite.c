@@ -48,12 +48,16 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
         return set_error(err, RNNSTATE_ERR_ARGUMENT,
                          "name template '%s' must contain {slot} and one of {k} or {name}",
                          ctx.options.name_template);
+    oom_clear();
     if (!report_builder_init(&ctx.report) || !scope_tree_build(&ctx.scopes, model))
         st = ctx_oom(&ctx);
     if (st == RNNSTATE_OK)
         st = validate_graph_names(&ctx.scopes, ctx.label, err);
+    /* an analysis that failed to allocate noted it (error.h): its answers,
+     * and so the pass's work, are not to be trusted */
     for (size_t i = 0; st == RNNSTATE_OK && i < sizeof passes / sizeof passes[0]; i++)
-        st = passes[i](&ctx);
+        if ((st = passes[i](&ctx)) == RNNSTATE_OK && oom_noted())
+            st = ctx_oom(&ctx);
     if (st == RNNSTATE_OK && report_builder_failed(&ctx.report))
         st = ctx_oom(&ctx);
     if (st == RNNSTATE_OK) {
@@ -62,5 +66,6 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
         *report = report_builder_finish(&ctx.report);
     }
     ctx_free(&ctx);
+    oom_clear();
     return st;
 }

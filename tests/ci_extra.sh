@@ -7,7 +7,8 @@
 #      (memcheck, full leak check) on representative models: PyTorch exports,
 #      ONNX backend test models, weights left in the file, corrupt and hostile
 #      files; then the tests labelled slow, which the README's test command
-#      leaves out (tests/labels.cmake): corruption (bad_input.corruption), the
+#      leaves out (tests/labels.cmake): each allocation of a run failed in
+#      turn on a few models (bad_input.oom_sweep), corruption (bad_input.corruption), the
 #      linear-time check (bad_input.scaling: callgrind instruction counts),
 #      the JS readers' short fuzz (verify.fuzz_reader), one at a time with an
 #      hour each;
@@ -16,7 +17,7 @@
 #      rnnstate-verify as long (where node is installed); any finding
 #      fails the run.
 # Prints one PASS/FAIL line per step and closes with 'N passed, N failed';
-# exits non-zero when a step failed. Takes about 10 minutes on 2 cores.
+# exits non-zero when a step failed. Takes about 20 minutes on 2 cores.
 #
 # Environment: FUZZ_SECONDS (default 120; 0 skips fuzzing), FUZZ_SEED (default 1:
 # the same exploration on every run, so CI does not fail by chance; 0 lets
@@ -189,7 +190,8 @@ step "ASan+UBSan: command-line tests" asan_ctest '^(cli|cli\..*|lazy\..*)$' cli
 step "ASan+UBSan: bad input, failing I/O, regressions, fuzz replay" asan_ctest '^(bad_input|fuzz)\.' bad_input
 
 # the targets of the valgrind runs and of the slow tests (label slow)
-step "plain build" build "$plain" -DRNNSTATE_SANITIZE=OFF -- rnnstate-rewrite make-bad-models failing_io
+step "plain build" build "$plain" -DRNNSTATE_SANITIZE=OFF -- rnnstate-rewrite make-bad-models failing_io \
+  failing_malloc
 
 # The slow tests (tests/labels.cmake), left out of the README's test command:
 # one at a time, so that they do not stretch each other, within their own

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "error.h"
+
 typedef struct memo_table {
     void **entries; /* one per value of the index, NULL until asked for */
     size_t n;
@@ -41,11 +43,17 @@ void *memo_entry(const scope *o, const value_entry *e, int slot, size_t entry_si
                  memo_entry_clear clear)
 {
     graph_index *gi = (graph_index *)&o->index;
-    memo_table *t = slot >= 0 && slot < GRAPH_INDEX_MEMOS ? memo_table_of(gi, slot, clear) : NULL;
-    size_t at = (size_t)(e - gi->values);
-    if (!t || at >= t->n)
+    if (slot < 0 || slot >= GRAPH_INDEX_MEMOS)
         return NULL;
-    if (!t->entries[at])
-        t->entries[at] = calloc(1, entry_size);
+    memo_table *t = memo_table_of(gi, slot, clear);
+    size_t at = (size_t)(e - gi->values);
+    if (!t) {
+        oom_note();
+        return NULL;
+    }
+    if (at >= t->n)
+        return NULL;
+    if (!t->entries[at] && !(t->entries[at] = calloc(1, entry_size)))
+        oom_note();
     return t->entries[at];
 }

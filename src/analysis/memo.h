@@ -43,8 +43,9 @@ typedef void (*memo_entry_clear)(void *entry);
 /* The zeroed-on-first-use entry of `entry_size` bytes for value `e` of scope
  * `o`'s index, in the table of slot `slot` (one of graph_index_memo_slot);
  * every call for a slot passes the same size and clear function. NULL when
- * out of memory: the caller then computes its answer without a memo (and
- * must give the same answer). The table is logically part of the index,
+ * out of memory, noted with oom_note() (error.h): the caller then answers as
+ * best it can, e.g. without the memo, and the rewrite fails with
+ * RNNSTATE_ERR_NOMEM, so that no answer changes. The table is logically part of the index,
  * which the analyses otherwise only read. */
 void *memo_entry(const scope *o, const value_entry *e, int slot, size_t entry_size,
                  memo_entry_clear clear);

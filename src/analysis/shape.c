@@ -2,13 +2,14 @@
  *
  * Ranks and the dimensions of the first MEMO_AXES axes are memoized per
  * value (analysis/memo.h); a value whose memo cannot be allocated is answered
- * without one, the same answer. */
+ * without one, and the failure noted (error.h). */
 #include "analysis/shape.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/window.h"
+#include "error.h"
 #include "recurrent_ops.h"
 #include "model/tensor_util.h"
 
@@ -165,8 +166,10 @@ bool node_ints(const scope *s, const Onnx__NodeProto *p, const char *attr, size_
     const Onnx__AttributeProto *a = *attr ? node_attr(p, attr) : NULL;
     if (a && a->n_ints) {
         *vals = malloc(a->n_ints * sizeof **vals);
-        if (!*vals)
+        if (!*vals) {
+            oom_note(); /* not "no such list" (error.h) */
             return false;
+        }
         memcpy(*vals, a->ints, a->n_ints * sizeof **vals);
         *n = a->n_ints;
         return true;
@@ -313,8 +316,10 @@ bool fold_int64s(const scope *s, const char *value, int64_t **vals, size_t *n)
     if (!fold_at(s, value, &f, 0))
         return false;
     *vals = malloc((f.n ? f.n : 1) * sizeof **vals);
-    if (!*vals)
+    if (!*vals) {
+        oom_note();
         return false;
+    }
     memcpy(*vals, f.v, f.n * sizeof f.v[0]);
     *n = f.n;
     return true;
@@ -858,8 +863,10 @@ static bool compute_dim(shape_query *q, const scope *s, const char *value, const
         if (out->known)
             return true;
         if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-            d->dim_param && d->dim_param[0])
-            return false; /* strdup failed */
+            d->dim_param && d->dim_param[0]) {
+            oom_note(); /* strdup failed */
+            return false;
+        }
     }
     const Onnx__TensorProto *t = constant_tensor(s, value);
     if (t) {
@@ -877,7 +884,10 @@ static bool dim_copy(dim_info *to, const dim_info *from)
     dim_info_clear(to);
     *to = *from;
     to->param = NULL;
-    return !from->param || (to->param = strdup(from->param)) != NULL;
+    if (!from->param || (to->param = strdup(from->param)) != NULL)
+        return true;
+    oom_note();
+    return false;
 }
 
 /* trace_axis_to_input's step: a main-graph input ends the walk, anything

@@ -217,6 +217,7 @@ static void whole_sequence(stream_walk *w, const node_view *v, const char *fmt, 
     va_start(ap, fmt);
     char *reason = str_vformat(fmt, ap);
     va_end(ap);
+    w->oom |= !reason;
     stream_block(w, v->s, v->n, false, "%s", reason ? reason : "reads the whole sequence");
     free(reason);
     set_outputs(w, v, (time_state){ .kind = T_UNKNOWN });

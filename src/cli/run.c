@@ -80,6 +80,34 @@ void write_kept(const run_results *r, const job *j, kept_job *k)
     *k = (kept_job){ NULL, NULL };
 }
 
+/* The job's report as text, with the line saying where its output goes
+ * (when it is written to a file, the line is true once it has been). */
+static rnnstate_status format_report(const cli *c, const job *j, const char *label,
+                                     const rnnstate_report *report, char **text,
+                                     rnnstate_error *err)
+{
+    char *body = rnnstate_report_text(report, label, c->verbose);
+    char *where = rnnstate_escape_text(label);
+    char *output = rnnstate_escape_text(j->output ? j->output : "");
+    size_t size = body && where && output ? strlen(body) + strlen(where) + strlen(output) + 64 : 0;
+    *text = size ? malloc(size) : NULL;
+    if (*text && !j->output)
+        snprintf(*text, size, "%s%s: dry run, nothing written\n", body, where);
+    else if (*text && strcmp(j->output, "-") != 0)
+        snprintf(*text, size, "%s%s: wrote %s%s\n", body, where, output,
+                 c->check ? " (checked)" : "");
+    else if (*text)
+        snprintf(*text, size, "%s", body);
+    if (!*text) {
+        snprintf(err->message, sizeof err->message, "%s: out of memory", where ? where : label);
+        err->status = RNNSTATE_ERR_NOMEM;
+    }
+    rnnstate_string_free(body);
+    rnnstate_string_free(where);
+    rnnstate_string_free(output);
+    return *text ? RNNSTATE_OK : RNNSTATE_ERR_NOMEM;
+}
+
 /* Processes one job; *report is NULL when it failed (err then says why). */
 void process(const cli *c, const job *j, run_state *rs, job_streams out, bool last,
                     rnnstate_report **report, rnnstate_error *err)
@@ -94,22 +122,20 @@ void process(const cli *c, const job *j, run_state *rs, job_streams out, bool la
      * output; then again as re-loaded from what was written */
     if (st == RNNSTATE_OK && j->output && c->check)
         st = rnnstate_model_check(model, *report, err);
+    /* the report is formatted before anything is written, so that running
+     * out of memory for it leaves no output either */
+    char *report_text = NULL;
+    if (st == RNNSTATE_OK && !c->quiet)
+        st = format_report(c, j, label, *report, &report_text, err);
     if (st == RNNSTATE_OK && j->output) {
         output_target at = look_at_output(j->output);
         st = refuse_replacing_an_input(c, j, &at, rs, err);
         if (st == RNNSTATE_OK)
             st = save_model(c, j, &at, model, *report, rs, err);
     }
-    if (st == RNNSTATE_OK && !c->quiet) {
-        rnnstate_report_write_text(*report, label, c->verbose, text);
-        char *where = shown(label), *output = shown(j->output ? j->output : "");
-        if (!j->output)
-            fprintf(text, "%s: dry run, nothing written\n", where);
-        else if (strcmp(j->output, "-") != 0)
-            fprintf(text, "%s: wrote %s%s\n", where, output, c->check ? " (checked)" : "");
-        rnnstate_string_free(where);
-        rnnstate_string_free(output);
-    }
+    if (st == RNNSTATE_OK && report_text)
+        fputs(report_text, text);
+    free(report_text);
     if (st != RNNSTATE_OK) {
         fprintf(out.errors, "rnnstate-rewrite: %s\n", err->message);
         rnnstate_report_free(*report);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "model.h"
 #include "model/fdio.h"
 #include "model/lazy_scan.h"
@@ -484,6 +485,8 @@ bool model_materialize(rnnstate_model *model, Onnx__TensorProto *t)
     if (!lt)
         return true;
     unsigned char *field = malloc(lt->length ? lt->length : 1);
+    if (!field)
+        oom_note(); /* not "cannot be read" (error.h) */
     ssize_t n = field ? pread_in_full(model->source_fd, field, lt->length, lt->offset, NULL) : -1;
     size_t got = n > 0 ? (size_t)n : 0;
     /* the field is a key byte, a varint length, then the TensorProto */

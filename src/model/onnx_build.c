@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
+
 void dim_info_clear(dim_info *d)
 {
     free(d->param);
@@ -363,6 +365,8 @@ void dim_from_proto(const Onnx__TensorShapeProto__Dimension *d, dim_info *out)
                d->dim_param && d->dim_param[0]) {
         out->param = strdup(d->dim_param);
         out->known = out->param != NULL;
+        if (!out->param)
+            oom_note(); /* not an unknown dimension (error.h) */
     }
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "model/onnx_build.h"
 
 size_t dtype_size(int32_t elem_type)
@@ -152,8 +153,10 @@ bool tensor_read_bytes(const Onnx__TensorProto *t, unsigned char **bytes, size_t
     if ((raw && t->raw_data.len != total) || (!raw && typed_count(t) != count))
         return false;
     unsigned char *out = malloc(total ? total : 1);
-    if (!out)
+    if (!out) {
+        oom_note(); /* "cannot read" would change answers (error.h) */
         return false;
+    }
     bool ok;
     if (raw) {
         memcpy(out, t->raw_data.data, total);
@@ -239,6 +242,7 @@ bool tensor_read_int64s(const Onnx__TensorProto *t, int64_t **values, size_t *n)
     int64_t *out = malloc((count ? count : 1) * sizeof *out);
     if (!out) {
         free(bytes);
+        oom_note();
         return false;
     }
     for (size_t i = 0; i < count; i++) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "state/contract.h"
 #include "state/outputs.h"
 #include "state/slices.h"
@@ -169,8 +170,10 @@ static bool int_param(const scope *o, const Onnx__NodeProto *n, const char *attr
     *count = 0;
     *present = true;
     if (a && a->n_ints) {
-        if (!(*v = malloc(a->n_ints * sizeof **v)))
+        if (!(*v = malloc(a->n_ints * sizeof **v))) {
+            oom_note(); /* not "no constant value" (error.h) */
             return false;
+        }
         memcpy(*v, a->ints, a->n_ints * sizeof **v);
         *count = a->n_ints;
         return true;
@@ -181,9 +184,12 @@ static bool int_param(const scope *o, const Onnx__NodeProto *n, const char *attr
     }
     small_ints folded;
     int budget = FOLD_BUDGET;
-    if (!fold_ints(o, node_input(n, input), &folded, &budget) ||
-        !(*v = malloc(MAX_FOLDED * sizeof **v)))
+    if (!fold_ints(o, node_input(n, input), &folded, &budget))
         return false;
+    if (!(*v = malloc(MAX_FOLDED * sizeof **v))) {
+        oom_note();
+        return false;
+    }
     memcpy(*v, folded.v, folded.n * sizeof **v);
     *count = folded.n;
     return true;

@@ -1,5 +1,6 @@
 #include "util/strbuf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,15 +11,37 @@ char strbuf_empty[1];
 
 void sb_init(strbuf *sb)
 {
-    sb->buf = strbuf_empty;
+    *sb = (strbuf){ strbuf_empty, 0, 0, false, NULL, 0 };
+}
+
+void sb_init_sink(strbuf *sb, char *buf, size_t size, FILE *out)
+{
+    *sb = (strbuf){ buf, 0, size, false, out, 0 };
+    buf[0] = '\0';
+}
+
+/* Writes n bytes to the sink, remembering the first failure. */
+static void sink_write(strbuf *sb, const char *data, size_t n)
+{
+    errno = 0;
+    if (!sb->sink_error && n && fwrite(data, 1, n, sb->sink) != n)
+        sb->sink_error = errno ? errno : EIO;
+}
+
+bool sb_sink_flush(strbuf *sb)
+{
+    sink_write(sb, sb->buf, sb->len);
     sb->len = 0;
-    sb->alloc = 0;
-    sb->oom = false;
+    sb->buf[0] = '\0';
+    if (!sb->sink_error && (fflush(sb->sink) != 0 || ferror(sb->sink)))
+        sb->sink_error = errno ? errno : EIO;
+    errno = sb->sink_error;
+    return !sb->sink_error;
 }
 
 void sb_release(strbuf *sb)
 {
-    if (sb->alloc)
+    if (sb->alloc && !sb->sink)
         free(sb->buf);
     sb_init(sb);
 }
@@ -43,6 +66,12 @@ static bool sb_grow(strbuf *sb, size_t extra)
         return false;
     if (sb->len + extra + 1 <= sb->alloc)
         return true;
+    if (sb->sink) { /* empty the buffer; false: write the rest straight through */
+        sink_write(sb, sb->buf, sb->len);
+        sb->len = 0;
+        sb->buf[0] = '\0';
+        return extra + 1 <= sb->alloc;
+    }
     if (extra > ((size_t)-1) / 2 - sb->len) {
         sb->oom = true;
         return false;
@@ -64,8 +93,11 @@ static bool sb_grow(strbuf *sb, size_t extra)
 
 void sb_add(strbuf *sb, const char *data, size_t n)
 {
-    if (!sb_grow(sb, n))
+    if (!sb_grow(sb, n)) {
+        if (sb->sink)
+            sink_write(sb, data, n);
         return;
+    }
     memcpy(sb->buf + sb->len, data, n);
     sb->len += n;
     sb->buf[sb->len] = '\0';
@@ -82,6 +114,14 @@ void sb_addf(strbuf *sb, const char *fmt, ...)
     va_start(ap, fmt);
     int need = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
+    if (need >= 0 && !sb_grow(sb, (size_t)need) && sb->sink) {
+        va_start(ap, fmt);
+        errno = 0;
+        if (!sb->sink_error && vfprintf(sb->sink, fmt, ap) != need)
+            sb->sink_error = errno ? errno : EIO;
+        va_end(ap);
+        return;
+    }
     if (need < 0 || !sb_grow(sb, (size_t)need))
         return;
     va_start(ap, fmt);
@@ -191,11 +231,21 @@ void escape_into(char *out, size_t size, const char *s)
 {
     strbuf sb = STRBUF_INIT;
     sb_add_escaped(&sb, s);
-    size_t n = sb.oom ? 0 : sb.len < size ? sb.len : size - 1;
+    if (sb.oom) {
+        /* out of memory: the message still says what failed, with every
+         * byte a terminal could take for a control replaced */
+        size_t i = 0;
+        for (; s[i] && i + 1 < size; i++)
+            out[i] = (unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f ? '?' : s[i];
+        out[i] = '\0';
+        sb_release(&sb);
+        return;
+    }
+    size_t n = sb.len < size ? sb.len : size - 1;
     /* cut before a multi-byte character rather than through it */
     while (n > 0 && n < sb.len && ((unsigned char)sb.buf[n] & 0xc0) == 0x80)
         n--;
-    memcpy(out, sb.oom ? "" : sb.buf, n);
+    memcpy(out, sb.buf, n);
     out[n] = '\0';
     sb_release(&sb);
 }

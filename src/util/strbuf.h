@@ -12,18 +12,28 @@
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct strbuf {
     char *buf;
     size_t len;
     size_t alloc;
     bool oom;
+    FILE *sink;     /* sb_init_sink(): appends are written through to it */
+    int sink_error; /* the errno of the sink's first failed write, or 0 */
 } strbuf;
 
 extern char strbuf_empty[];
-#define STRBUF_INIT { strbuf_empty, 0, 0, false }
+#define STRBUF_INIT { strbuf_empty, 0, 0, false, NULL, 0 }
 
 void sb_init(strbuf *sb);
+/* A strbuf that never allocates: appends go to the caller's `buf` of `size`
+ * bytes (size > 1), which is written to `out` whenever it fills and by
+ * sb_sink_flush(); what does not fit is written straight through. For
+ * writing a report when memory has run out. sb_release() leaves `buf` alone. */
+void sb_init_sink(strbuf *sb, char *buf, size_t size, FILE *out);
+/* Writes what a sink holds; false (errno set) when a write failed. */
+bool sb_sink_flush(strbuf *sb);
 void sb_release(strbuf *sb);
 /* Returns the malloc'd string (never NULL unless out of memory) and resets sb. */
 char *sb_detach(strbuf *sb);
@@ -47,7 +57,9 @@ void sb_add_escaped(strbuf *sb, const char *s);
  * characters \xHH of the decoded string. */
 void sb_add_json_string(strbuf *sb, const char *s);
 /* sb_add_escaped() into a fixed buffer of `size` bytes (size > 0),
- * truncated if need be before a UTF-8 character, not inside it. */
+ * truncated if need be before a UTF-8 character, not inside it. Out of
+ * memory, the text is copied with every byte below 0x20 or above 0x7e made
+ * a "?" (a message says what failed all the same). */
 void escape_into(char *out, size_t size, const char *s);
 
 #endif
