@@ -1,6 +1,6 @@
-/* analysis/shape: what the graphs say, or let us infer, about a value's
- * element type, rank, dimensions and constant contents, and which graph
- * input axis one of its axes comes from. Read-only; values are looked up
+/* analysis/shape: what the graphs let us infer about a value's rank and
+ * dimensions, and which graph input axis one of its axes comes from (what
+ * they say outright, declarations and constants, is analysis/values.h). Read-only; values are looked up
  * through enclosing scopes, so a value inside an If branch is traced into
  * the graphs around it. Dimensions and ranks are memoized per value
  * (analysis/memo.h). The state pass, the time-axis analysis and the layout
@@ -13,53 +13,9 @@
 #include <string.h>
 
 #include "analysis/memo.h"
+#include "analysis/values.h"
 #include "model/onnx_build.h"
 #include "scope.h"
-
-static inline bool node_op_is(const Onnx__NodeProto *node, const char *op)
-{
-    return strcmp(str_or_empty(node->op_type), op) == 0;
-}
-
-/* True when the node's op_type is one of `ops` (NULL-terminated). */
-static inline bool node_op_in(const Onnx__NodeProto *node, const char *const *ops)
-{
-    for (; *ops; ops++)
-        if (node_op_is(node, *ops))
-            return true;
-    return false;
-}
-
-/* The node is in the default ONNX domain ("" or "ai.onnx"). */
-static inline bool node_default_domain(const Onnx__NodeProto *node)
-{
-    const char *d = str_or_empty(node->domain);
-    return !*d || !strcmp(d, "ai.onnx");
-}
-
-/* The node producing `value` as seen from `s` (and in *owner, when not NULL,
- * the scope holding it), or NULL for a graph input, an initializer or an
- * unknown name. */
-const Onnx__NodeProto *value_producer(const scope *s, const char *value, const scope **owner);
-
-/* The tensor of a value that is an initializer (not overridable as an input)
- * or a Constant's output, or NULL. */
-const Onnx__TensorProto *constant_tensor(const scope *s, const char *value);
-
-/* A list of int64 from attribute `attr` of node `p` or, when the attribute is
- * absent (or `attr` is ""), from its constant input number `input`; *vals is
- * malloc'd. False when neither is there or memory runs out. */
-bool node_ints(const scope *s, const Onnx__NodeProto *p, const char *attr, size_t input,
-               int64_t **vals, size_t *n);
-
-/* The int64 contents of a small value computed from constants only
- * (Constant, ConstantOfShape, Concat, Reshape, Slice, Transpose of a matrix,
- * Cast, Squeeze, Unsqueeze, Identity), as PyTorch exports F.pad's pads;
- * *vals is malloc'd. False when it is not, or memory runs out. */
-bool fold_int64s(const scope *s, const char *value, int64_t **vals, size_t *n);
-
-/* The declared element type of a value, or 0. */
-int32_t declared_elem_type(const scope *s, const char *value);
 
 /* The rank of `value` (declared, or inferred through its producers), or -1
  * when unknown. Memoized; needs no memory to answer correctly. */
