@@ -84,7 +84,10 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
     const Onnx__TensorProto *init = src->owner->graph->initializer[e->initializer];
     bool shared = e->n_consumers > 1 || e->read_by_subgraph || e->graph_output >= 0;
     int64_t default_batch = state_default_batch(rs);
-    bool keep = !shared && !src->owner->parent && state_pattern_is(rs, init, default_batch) &&
+    /* only a full-shape default keeps it: with a dynamic batch the default is
+     * empty and the value a separate fill (state/defaults.h) */
+    bool keep = !shared && !src->owner->parent && batch_is_fixed(rs) &&
+                default_batch == rs->batch.value && state_pattern_is(rs, init, default_batch) &&
                 ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
     /* a copy needs the values, which may still be in the file */
     if (!keep && !scope_tensor_data(src->owner, init)) {

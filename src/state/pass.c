@@ -41,6 +41,23 @@ static rnnstate_status record_pair(rewrite_ctx *ctx, node_plan *p, int slot, con
                         RNNSTATE_PAIR_RECURRENT);
         return RNNSTATE_OK;
     }
+    /* a dimension the input leaves unnamed is the output's (an optional
+     * input of a dynamic batch declares its batch unnamed: its default is
+     * empty, state/defaults.h) */
+    pair_end out = { 0 };
+    if (output)
+        pair_end_declared(ctx, output, true, &out);
+    if (out.rank == in.rank)
+        for (size_t d = 0; d < in.rank; d++)
+            if (!in.dims[d].known && out.dims[d].param) {
+                if (!(in.dims[d].param = strdup(out.dims[d].param))) {
+                    pair_end_clear(&in);
+                    pair_end_clear(&out);
+                    return ctx_oom(ctx);
+                }
+                in.dims[d].known = true;
+            }
+    pair_end_clear(&out);
     report_add_pair(&ctx->report, input, output, in.dims, in.rank, p->rs.elem_type,
                     pair_batch_axis(&p->rs, in.dims, in.rank, direct), optional, added,
                     RNNSTATE_PAIR_RECURRENT);
