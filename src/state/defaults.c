@@ -306,14 +306,11 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
     require_overridable_defaults(ctx);
     *optional = true;
     if (fixed) {
-        if (!def->existing &&
-            !add_initializer(ctx->scopes.scopes[0], default_tensor(rs, name, def, rs->batch.value)))
+        if (!add_initializer(ctx->scopes.scopes[0], default_tensor(rs, name, def, rs->batch.value)))
             return ctx_oom(ctx);
         *slot_value = strdup(name);
         return *slot_value ? RNNSTATE_OK : ctx_oom(ctx);
     }
-    /* the caller keeps an existing initializer as the default only at a fixed
-     * batch: here the default is always new */
     int64_t empty_dims[3];
     unsigned char nothing[16] = { 0 };
     state_dims_for_batch(rs, 0, empty_dims);

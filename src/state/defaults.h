@@ -46,7 +46,6 @@ typedef struct state_default {
     bool uniform;
     unsigned char fill[16];
     const Onnx__TensorProto *pattern; /* broadcastable to the state's shape */
-    bool existing;  /* an initializer named like the input already holds it */
 } state_default;
 
 /* The state's dims in the node's layout. */

@@ -660,7 +660,12 @@ static void test_b_ir3_state_input_with_initializer_raises_ir_version(void **sta
 
 /* ---- case c: an initializer --------------------------------------------------- */
 
-static void test_c_initializer_read_only_by_the_slot_becomes_input_of_same_name(void **state)
+/* SPEC (names): every input the tool adds is named by the template, whatever
+ * the exporter called the value it replaces (issue 25: an input called
+ * 'Constant6'); the initializer's values become the default, and the
+ * initializer goes with its last reader. */
+static void test_c_initializer_read_only_by_the_slot_becomes_input_named_by_the_template(
+    void **state)
 {
     static const float h_values[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
     Onnx__ModelProto *m = model_with_x(3, 9, "T,2,3");
@@ -670,17 +675,18 @@ static void test_c_initializer_read_only_by_the_slot_becomes_input_of_same_name(
     mb_run *run = rewrite(state, m, NULL);
     const Onnx__GraphProto *g = run->g;
 
-    assert_string_equal(mb_input_names(g), "X,h_init");
-    assert_vi(mb_find_input(g, "h_init"), MB_FLOAT, "1,2,4");
-    assert_string_equal(mb_initializer_names(g), "h_init,W_gru,R_gru");
-    assert_float_default(g, "h_init", "1,2,4", h_values, 8);
+    assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
+    assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "1,2,4");
+    assert_string_equal(mb_initializer_names(g), "W_gru,R_gru,GRU_0_initial_h");
+    assert_float_default(g, "GRU_0_initial_h", "1,2,4", h_values, 8);
     assert_string_equal(mb_node_ops(g), "GRU");
-    assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")), "X,W_gru,R_gru,,,h_init");
+    assert_string_equal(mb_inputs_str(mb_find_node(g, "gru")), "X,W_gru,R_gru,,,GRU_0_initial_h");
     assert_string_equal(mb_output_names(g), "Y,GRU_0_Y_h");
     assert_int_equal(run->model->ir_version, 4);
 
-    assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "h_init", "GRU_0_Y_h");
-    assert_pair(run->report, "h_init", "GRU_0_Y_h", "1,2,4", "float32", true, true);
+    assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h",
+                       "GRU_0_Y_h");
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,2,4", "float32", true, true);
 }
 
 static void test_c_initializer_shared_by_h_and_c_is_copied_per_slot(void **state)
@@ -1073,9 +1079,9 @@ static void test_e_chain_shown_is_the_path_through_the_first_concat_input(void *
     const rnnstate_node_report *n = mb_report_node(run->report, "gru");
     assert_non_null(n);
     assert_true(n->n_decisions >= 1);
-    assert_non_null(strstr(n->decisions[0], "initial_h: case e"));
+    assert_non_null(strstr(n->decisions[0], "initial_h: was a constant (zeros)"));
     assert_non_null(strstr(n->decisions[0],
-                           "from Constant 'const_a' -> Identity 'id_a' -> Concat 'cat'"));
+                           "by Constant 'const_a' -> Identity 'id_a' -> Concat 'cat'"));
     assert_null(strstr(n->decisions[0], "id_b"));
     assert_zero_default(run->g, "GRU_0_initial_h", MB_FLOAT, "1,2,4", 8);
 }
@@ -1139,7 +1145,10 @@ static void test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing(void *
     assert_pair(run->report, "h0", "hn", "2,batch,4", "float32", false, false);
 }
 
-static void test_f_final_state_feeding_gemm_is_exposed_under_its_own_name(void **state)
+/* SPEC (names): a final state the model reads under the exporter's name
+ * keeps that name inside; the graph output is an Identity of it named by the
+ * template. */
+static void test_f_final_state_feeding_gemm_is_exposed_under_the_template_name(void **state)
 {
     Onnx__ModelProto *m = model_with_x(7, 13, "T,batch,3");
     add_layer(m, "GRU", "gru", "X", I, NULL, NULL, "Y,h_last");
@@ -1151,17 +1160,19 @@ static void test_f_final_state_feeding_gemm_is_exposed_under_its_own_name(void *
     mb_run *run = rewrite(state, m, NULL);
     const Onnx__GraphProto *g = run->g;
 
-    assert_string_equal(mb_output_names(g), "logits,h_last");
-    assert_vi(mb_find_output(g, "h_last"), MB_FLOAT, "1,batch,4");
+    assert_string_equal(mb_output_names(g), "logits,GRU_0_Y_h");
+    assert_vi(mb_find_output(g, "GRU_0_Y_h"), MB_FLOAT, "1,batch,4");
     const Onnx__NodeProto *gru = mb_find_node(g, "gru");
     assert_string_equal(mb_outputs_str(gru), "Y,h_last");
     assert_string_equal(mb_inputs_str(mb_find_node(g, "squeeze_h")), "h_last,sq0");
+    const Onnx__NodeProto *copy = assert_made_by(g, "GRU_0_Y_h", "Identity");
+    assert_string_equal(mb_inputs_str(copy), "h_last");
     /* the input side is new */
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_batch_expand(g, gru, 5, "GRU_0_initial_h", "X", 1);
     assert_node_report(run->report, "gru", "GRU", RNNSTATE_NODE_UPDATED, "GRU_0_initial_h",
-                       "h_last");
-    assert_pair(run->report, "GRU_0_initial_h", "h_last", "1,batch,4", "float32", true, true);
+                       "GRU_0_Y_h");
+    assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
 }
 
 static void test_f_Y_h_already_a_graph_output_keeps_its_name(void **state)
@@ -1715,7 +1726,7 @@ int main(void)
         REWRITE_TEST(test_b_state_input_and_output_already_exposed_are_only_annotated),
         REWRITE_TEST(test_b_state_input_with_internal_Y_h_adds_only_the_output),
         REWRITE_TEST(test_b_ir3_state_input_with_initializer_raises_ir_version),
-        REWRITE_TEST(test_c_initializer_read_only_by_the_slot_becomes_input_of_same_name),
+        REWRITE_TEST(test_c_initializer_read_only_by_the_slot_becomes_input_named_by_the_template),
         REWRITE_TEST(test_c_initializer_shared_by_h_and_c_is_copied_per_slot),
         REWRITE_TEST(test_c_initializer_also_read_elsewhere_is_copied_and_kept),
         REWRITE_TEST(test_c_report_decisions_name_the_replaced_initializer),
@@ -1733,7 +1744,7 @@ int main(void)
         REWRITE_TEST(test_e_uniform_nonzero_constant_of_shape_is_the_default),
         REWRITE_TEST(test_e_required_mode_replaces_the_chain_without_defaults),
         REWRITE_TEST(test_f_slices_of_input_h0_and_concat_to_output_hn_add_nothing),
-        REWRITE_TEST(test_f_final_state_feeding_gemm_is_exposed_under_its_own_name),
+        REWRITE_TEST(test_f_final_state_feeding_gemm_is_exposed_under_the_template_name),
         REWRITE_TEST(test_f_Y_h_already_a_graph_output_keeps_its_name),
         REWRITE_TEST(test_f_slice_of_input_whose_Y_h_reaches_no_output_gets_an_output_like_the_input),
         REWRITE_TEST(test_g_state_computed_from_data_skips_the_node_and_names_the_blocker),
