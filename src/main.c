@@ -20,13 +20,15 @@
 
 #include "array.h"
 #include "cli/job_paths.h"
+#include "cli/patterns.h"
 #include "rnnstate.h"
 
 enum exit_code {
     EXIT_OK = 0,           /* every model was processed */
     EXIT_MODEL_FAILED = 1, /* at least one model could not be read, rewritten or written */
     EXIT_USAGE = 2,        /* bad command line */
-    EXIT_SKIPPED = 3       /* --fail-on-skip, and some recurrent node was skipped */
+    EXIT_SKIPPED = 3,      /* --fail-on-skip, and some recurrent node was skipped */
+    EXIT_NO_MATCH = 4      /* an --include or --exclude pattern matched no node */
 };
 
 static const char usage_text[] =
@@ -63,13 +65,14 @@ static const char usage_text[] =
     "                           -web, ORT Java, which ignore or reject such feeds)\n"
     "      --include GLOB       rewrite only nodes whose name matches GLOB (repeatable)\n"
     "      --exclude GLOB       leave nodes whose name matches GLOB alone (repeatable),\n"
-    "                           e.g. a GRU that runs across frequency bins\n"
+    "                           e.g. a GRU that runs across frequency bins; a pattern\n"
+    "                           that matches no node: a warning, exit status 4\n"
     "      --to-layout0         rewrite batch-first (layout=1) recurrent nodes to\n"
     "                           layout 0 between Transposes, which ONNX Runtime can\n"
     "                           run; their state is exposed as [directions,batch,hidden]\n"
-    "      --name-template T    names of new inputs and outputs; {op}, {k}, {name},\n"
-    "                           {slot} (initial_h, initial_c, Y_h, Y_c; cache,\n"
-    "                           cache_out for context caches) are replaced\n"
+    "      --name-template T    names of every input and output the tool adds;\n"
+    "                           {op}, {k}, {name}, {slot} (initial_h, initial_c, Y_h,\n"
+    "                           Y_c; cache, cache_out for context caches) are replaced\n"
     "                           (default: {op}_{k}_{slot}, e.g. GRU_0_initial_h)\n"
     "      --time INPUT:AXIS    the time axis of a graph input (repeatable); found\n"
     "                           from the recurrent nodes when not given; needed for\n"
@@ -97,6 +100,8 @@ static const char usage_text[] =
     "  1  at least one model could not be read, rewritten or written\n"
     "  2  usage error\n"
     "  3  --fail-on-skip was given and some recurrent node was skipped\n"
+    "  4  an --include or --exclude pattern matched no recurrent node of any model\n"
+    "     (a warning names it; the models were processed all the same)\n"
     "\n"
     "Examples:\n"
     "  rnnstate-rewrite denoiser.onnx -o denoiser.stateful.onnx\n"
@@ -942,6 +947,7 @@ typedef struct run_results {
     size_t n_jobs;
     rnnstate_json_stream *json; /* with --json, else NULL */
     run_totals totals;
+    pattern_hits *hits;
 } run_results;
 
 static void release_report(const run_results *r, rnnstate_report *report)
@@ -968,6 +974,7 @@ static kept_job finish_job(const run_results *r, rnnstate_report *report,
                            const rnnstate_error *err, run_totals *totals)
 {
     count_result(report, totals);
+    pattern_hits_mark(r->hits, report);
     if (!r->json) {
         release_report(r, report);
         return (kept_job){ NULL, NULL };
@@ -1233,7 +1240,10 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     /* with --json the document's head is written now, its entries as the
      * models are done, and its summary at the end */
     rnnstate_json_stream json;
-    run_results results = { .n_jobs = n_jobs, .json = c->json ? &json : NULL };
+    pattern_hits hits;
+    if (!pattern_hits_init(&hits, &c->options))
+        die_oom();
+    run_results results = { .n_jobs = n_jobs, .json = c->json ? &json : NULL, .hits = &hits };
     if (c->json)
         rnnstate_json_stream_begin(&json, stdout);
     run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
@@ -1257,6 +1267,9 @@ static int run(const cli *c, job *jobs, size_t n_jobs)
     int status = t.failed ? EXIT_MODEL_FAILED
                  : c->fail_on_skip && t.skipped_nodes ? EXIT_SKIPPED
                                                       : EXIT_OK;
+    if (pattern_hits_report(&hits, stderr, c->quiet) && status == EXIT_OK)
+        status = EXIT_NO_MATCH;
+    pattern_hits_free(&hits);
     int json_error = c->json && !rnnstate_json_stream_end(&json) ? json.error : 0;
     if (!report_delivered(c->json ? stdout : text, c->json ? "JSON report" : "report", json_error,
                           &t))
