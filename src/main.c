@@ -184,9 +184,11 @@ static int usage_error(const char *fmt, const char *arg)
 
 /* ---- options ------------------------------------------------------------- */
 
-/* "123", "64K", "500M", "2G" (binary multiples); at least 1 byte, at most 2G. */
-static bool parse_size(const char *text, size_t *bytes)
+/* "123", "64K", "500M", "2G" (binary multiples); at least 1 byte, at most 2G.
+ * *too_large tells a well-formed size past 2G. */
+static bool parse_size(const char *text, size_t *bytes, bool *too_large)
 {
+    *too_large = false;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
@@ -199,8 +201,12 @@ static bool parse_size(const char *text, size_t *bytes)
     case 'G': case 'g': shift = 30; end++; break;
     default: break;
     }
-    if (*end || v == 0 || v > (RNNSTATE_DEFAULT_MAX_MODEL_BYTES >> shift))
+    if (*end || v == 0)
         return false;
+    if (v > (RNNSTATE_DEFAULT_MAX_MODEL_BYTES >> shift)) {
+        *too_large = true;
+        return false;
+    }
     *bytes = (size_t)(v << shift);
     return true;
 }
@@ -290,11 +296,17 @@ static int parse_args(int argc, char **argv, cli *c)
             if (end == optarg || *end || errno || c->jobs < 1 || c->jobs > 1024)
                 return usage_error("-j takes a number of models from 1 to 1024, not '%s'", optarg);
             break;
-        case OPT_MAX_MODEL_SIZE:
-            if (!parse_size(optarg, &c->limits.max_model_bytes))
-                return usage_error("--max-model-size takes a size such as 500M or 2G, not '%s'",
-                                   optarg);
+        case OPT_MAX_MODEL_SIZE: {
+            bool too_large;
+            if (!parse_size(optarg, &c->limits.max_model_bytes, &too_large))
+                return too_large ? usage_error("--max-model-size '%s' is more than 2G, the most "
+                                               "it can be (protobuf cannot read larger models)",
+                                               optarg)
+                                 : usage_error("--max-model-size takes a size such as 500M or 2G, "
+                                               "not '%s'",
+                                               optarg);
             break;
+        }
         case OPT_STATE_INPUTS:
             if (!strcmp(optarg, "optional"))
                 c->options.state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;

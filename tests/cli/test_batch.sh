@@ -203,6 +203,8 @@ eq "- with --json: nothing on stdout" "$(stat -c %s "$io/stdout")" "0"
 run "--state-inputs bad value" 2 "$m_gru" --state-inputs=maybe
 run "--max-model-size bad value" 2 "$m_gru" --max-model-size=lots &&
   has "--max-model-size bad value: message" "$err" "--max-model-size takes a size"
+run "--max-model-size past 2G" 2 "$m_gru" --max-model-size=3G &&
+  has "--max-model-size past 2G: says that 2G is the most" "$err" "--max-model-size '3G' is more than 2G, the most it can be"
 eq "usage errors write nothing" "$(snapshot "$work")" "$before"
 
 # ---- one corrupt file among good ones -------------------------------------------
@@ -457,12 +459,15 @@ for m in "$m_den" "$m_lstm" "$m_gru"; do
       const r = JSON.parse(fs.readFileSync(process.argv[1], "utf8")), i = JSON.parse(fs.readFileSync(0, "utf8"));
       console.log(r.models[0].state.every(p => p.optional && i.initializers.includes(p.input)));' "$work/opt.json")" "true"
 done
-# A non-zero initial state (an initializer of 0.5s): optional keeps it as the
-# default; required drops it, so the caller must pass it, not zeros, on the
-# first call, and the report must say so.
+# A non-zero initial state (an initializer of 0.5s): optional keeps its value
+# as the default of a new input named by the template (not h0_half: the
+# exporter's name); required drops it, so the caller must pass it, not zeros,
+# on the first call, and the report must say so.
 "$tool" "$f_h0" -o "$work/h0opt.onnx" --json > "$work/h0opt.json" 2> /dev/null
-eq "non-zero initial state, optional: its initializer is the default" \
-  "$(info "$work/h0opt.onnx" | js /dev/stdin 'r.initializers.includes("h0_half") && r.inputs.some(i => i.name === "h0_half")')" "true"
+eq "non-zero initial state, optional: a template-named input with a default" \
+  "$(info "$work/h0opt.onnx" | js /dev/stdin 'r.inputs.map(i => i.name).filter(n => r.initializers.includes(n)).join(" ")')" "GRU_0_initial_h"
+has "non-zero initial state, optional: the default is the initializer's value" \
+  "$(js "$work/h0opt.json" 'r.models[0].nodes[0].decisions[0]')" "was initializer 'h0_half'; now graph input GRU_0_initial_h (default: the exporter's constant)"
 "$tool" "$f_h0" -o "$work/h0req.onnx" --json --state-inputs=required > "$work/h0req.json" 2> /dev/null
 valid "non-zero initial state, required: report validates" "$work/h0req.json"
 eq "non-zero initial state, required: no default left" \
