@@ -451,6 +451,10 @@ static void test_a_absent_state_fixed_batch_gets_full_shape_default_and_no_expan
     assert_node_report(run->report, "rnn", "RNN", RNNSTATE_NODE_UPDATED, "RNN_0_initial_h",
                        "RNN_0_Y_h");
     assert_pair(run->report, "RNN_0_initial_h", "RNN_0_Y_h", "1,2,4", "float32", true, true);
+    /* a fixed batch blocks any other: a note says so and how to re-export */
+    assert_true(mb_any_contains(run->report->n_notes, run->report->notes,
+                                "the batch is fixed at 2 (RNN 'rnn' and its state)"));
+    assert_true(mb_any_contains(run->report->n_notes, run->report->notes, "dynamic batch axis"));
 }
 
 static void test_a_lstm_without_state_outputs_gets_Y_h_and_Y_c_padded_and_named(void **state)
@@ -1327,6 +1331,10 @@ static void test_layout_1_state_is_batch_first(void **state)
     assert_zero_default(g, "GRU_0_initial_h_fill", MB_FLOAT, "1,1,4", 4);
     assert_batch_expand(g, mb_find_node(g, "gru"), 5, "GRU_0_initial_h", "X", 0);
     assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "batch,1,4", "float32", true, true);
+    /* ONNX Runtime refuses layout 1: a note says so and names the fix */
+    assert_true(mb_any_contains(run->report->n_notes, run->report->notes,
+                                "1 recurrent node is batch-first (layout=1), GRU 'gru'"));
+    assert_true(mb_any_contains(run->report->n_notes, run->report->notes, "--to-layout0"));
 }
 
 static void test_layout_1_bidirectional_nonuniform_constant_is_tiled_per_batch(void **state)
