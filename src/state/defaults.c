@@ -306,7 +306,8 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
     require_overridable_defaults(ctx);
     *optional = true;
     if (fixed) {
-        if (!add_initializer(ctx->scopes.scopes[0], default_tensor(rs, name, def, rs->batch.value)))
+        if (!def->existing &&
+            !add_initializer(ctx->scopes.scopes[0], default_tensor(rs, name, def, rs->batch.value)))
             return ctx_oom(ctx);
         *slot_value = strdup(name);
         return *slot_value ? RNNSTATE_OK : ctx_oom(ctx);
@@ -314,11 +315,12 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
     int64_t empty_dims[3];
     unsigned char nothing[16] = { 0 };
     state_dims_for_batch(rs, 0, empty_dims);
-    char *fill = unique_name(ctx, name, "fill");
+    char *fill = def->fill_initializer ? strdup(def->fill_initializer)
+                                       : unique_name(ctx, name, "fill");
     bool ok = fill &&
               add_initializer(ctx->scopes.scopes[0],
                               tensor_new_filled(name, rs->elem_type, empty_dims, 3, nothing)) &&
-              add_initializer(rs->sc, default_tensor(rs, fill, def, 1)) &&
+              (def->fill_initializer || add_initializer(rs->sc, default_tensor(rs, fill, def, 1))) &&
               build_state_or_fill(ctx, rs, name, fill, slot_value);
     free(fill);
     return ok ? RNNSTATE_OK : ctx_oom(ctx);

@@ -46,6 +46,13 @@ typedef struct state_default {
     bool uniform;
     unsigned char fill[16];
     const Onnx__TensorProto *pattern; /* broadcastable to the state's shape */
+    /* an initializer whose data cannot be copied (external, unreadable) and
+     * that holds the full fixed-batch state: it is the input's default and
+     * the input keeps its name */
+    bool existing;
+    /* with a dynamic batch, an initializer of the model that is exactly the
+     * [D,1,H] fill: used as it is (read-only, its data not copied) */
+    const char *fill_initializer;
 } state_default;
 
 /* The state's dims in the node's layout. */

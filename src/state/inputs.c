@@ -32,6 +32,8 @@ static const char *default_word(bool optional, const state_default *def)
 {
     if (!optional)
         return "required";
+    if (def->existing)
+        return "default: the initializer's value";
     return default_is_zero(def) ? "zero default" : "default: the exporter's constant";
 }
 
@@ -68,14 +70,30 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
     const value_entry *e = graph_index_find(&src->owner->index, value);
     const Onnx__TensorProto *init = src->owner->graph->initializer[e->initializer];
     bool shared = e->n_consumers > 1 || e->read_by_subgraph || e->graph_output >= 0;
-    /* the value is copied into a new input named by the template: the
-     * initializer's name is the exporter's, not one the caller chose */
-    if (!scope_tensor_data(src->owner, init)) {
+    /* The value goes to a new input named by the template (the initializer's
+     * name is the exporter's, not one the caller chose), copied when it can
+     * be read. Two cases copy nothing: with a dynamic batch, an initializer
+     * that is exactly the [D,1,H] fill serves as it is; with a fixed batch,
+     * one whose data cannot be read (external data, say) and that only this
+     * slot reads becomes the input itself and keeps its name. */
+    const Onnx__TensorProto *data = scope_tensor_data(src->owner, init);
+    unsigned char *bytes = NULL;
+    size_t n_bytes = 0;
+    bool readable = data && tensor_read_bytes(data, &bytes, &n_bytes);
+    free(bytes);
+    bool optional_mode = ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
+    int64_t default_batch = state_default_batch(rs);
+    bool fixed = batch_is_fixed(rs) && default_batch == rs->batch.value;
+    bool keep = !readable && optional_mode && fixed && !shared && !src->owner->parent &&
+                state_pattern_is(rs, init, default_batch);
+    bool as_fill = optional_mode && !fixed && state_pattern_is(rs, init, 1);
+    if (!readable && !keep && !as_fill) {
         free(value);
         return set_error(ctx->err, RNNSTATE_ERR_IO, "%s: cannot read initializer '%s'",
                          ctx->label, src->input);
     }
-    state_default def = { .pattern = init };
+    state_default def = { .pattern = data ? data : init, .existing = keep,
+                          .fill_initializer = as_fill ? value : NULL };
     if (!state_pattern_fits(rs, init)) {
         report_node_warn(&ctx->report, p->report_node,
                          "initial_%s: initializer '%s' has an unexpected shape; the new input "
@@ -84,12 +102,19 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
         def.uniform = true;
         memset(def.fill, 0, sizeof def.fill);
     }
-    char *name = slot_name(ctx, rs, "initial", slot);
+    char *name = keep ? strdup(value) : slot_name(ctx, rs, "initial", slot);
     rnnstate_status st = name ? new_input(ctx, p, slot, name, &def, optional) : ctx_oom(ctx);
-    report_node_decide(&ctx->report, p->report_node,
-                       "initial_%s: was initializer '%s'%s; now graph input %s (%s)",
-                       slot_letter[slot], value, shared ? " (also read elsewhere)" : "",
-                       name ? name : "", default_word(*optional, &def));
+    if (keep)
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: initializer '%s' is now also a graph input of that name, "
+                           "its value the default (its data cannot be copied into an input named "
+                           "by the template)",
+                           slot_letter[slot], value);
+    else
+        report_node_decide(&ctx->report, p->report_node,
+                           "initial_%s: was initializer '%s'%s; now graph input %s (%s)",
+                           slot_letter[slot], value, shared ? " (also read elsewhere)" : "",
+                           name ? name : "", default_word(*optional, &def));
     free(value);
     *input_name = name;
     return st;

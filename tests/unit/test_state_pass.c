@@ -210,11 +210,12 @@ static const Onnx__NodeProto *assert_made_by(const Onnx__GraphProto *g, const ch
  *   n = Mul(Cast(Equal(Gather(Shape(input), [batch_pos]), [0])),
  *           Gather(Shape(x), [batch_pos]))
  * (n at `batch_pos`: 1 for [D, B, H], 0 for [B, D, H]); the input's default
- * is empty (batch 0); all of it before the node. Returns the Expand. */
-static const Onnx__NodeProto *assert_batch_expand(const Onnx__GraphProto *g,
-                                                  const Onnx__NodeProto *node, size_t slot,
-                                                  const char *input, const char *x,
-                                                  size_t batch_pos)
+ * is empty (batch 0); all of it before the node. Returns the Expand. `fill`
+ * NULL means "<input>_fill". */
+static const Onnx__NodeProto *assert_completed_default(const Onnx__GraphProto *g,
+                                                       const Onnx__NodeProto *node, size_t slot,
+                                                       const char *input, const char *x,
+                                                       size_t batch_pos, const char *fill_value)
 {
     assert_true(slot < node->n_input);
     const Onnx__NodeProto *outer = assert_made_by(g, node->input[slot], "Concat");
@@ -231,7 +232,7 @@ static const Onnx__NodeProto *assert_batch_expand(const Onnx__GraphProto *g,
     assert_int_equal(expand->n_input, 2);
     char fill[256];
     snprintf(fill, sizeof fill, "%s_fill", input);
-    assert_string_equal(expand->input[0], fill);
+    assert_string_equal(expand->input[0], fill_value ? fill_value : fill);
     const Onnx__NodeProto *concat = assert_made_by(g, expand->input[1], "Concat");
     axis = mb_find_attr(concat, "axis");
     assert_non_null(axis);
@@ -262,6 +263,14 @@ static const Onnx__NodeProto *assert_batch_expand(const Onnx__GraphProto *g,
     assert_true(mb_node_index(g, expand) < mb_node_index(g, outer));
     assert_true(mb_node_index(g, outer) < at);
     return expand;
+}
+
+static const Onnx__NodeProto *assert_batch_expand(const Onnx__GraphProto *g,
+                                                  const Onnx__NodeProto *node, size_t slot,
+                                                  const char *input, const char *x,
+                                                  size_t batch_pos)
+{
+    return assert_completed_default(g, node, slot, input, x, batch_pos, NULL);
 }
 
 static void assert_pair(const rnnstate_report *r, const char *input, const char *output,
@@ -756,8 +765,9 @@ static void test_c_report_decisions_name_the_replaced_initializer(void **state)
 
 /* SPEC (Defaults): a resolved state input with a dynamic batch has an empty
  * default completed to the batch of X, so that it takes any batch; the
- * initializer's value is the fill, and the input is named by the template
- * (the initializer's name was the exporter's, not the caller's). */
+ * initializer, exactly [D,1,H], is the fill as it is (its data not copied),
+ * and the input is named by the template (the initializer's name was the
+ * exporter's, not the caller's). */
 static void test_c_initializer_with_dynamic_batch_gets_an_expand(void **state)
 {
     static const float h_values[4] = { 1, 2, 3, 4 };
@@ -770,9 +780,9 @@ static void test_c_initializer_with_dynamic_batch_gets_an_expand(void **state)
 
     assert_string_equal(mb_input_names(g), "X,GRU_0_initial_h");
     assert_vi(mb_find_input(g, "GRU_0_initial_h"), MB_FLOAT, "1,?,4");
-    assert_float_default(g, "GRU_0_initial_h_fill", "1,1,4", h_values, 4);
-    assert_null(mb_find_initializer(g, "h_init"));
-    assert_batch_expand(g, mb_find_node(g, "gru"), 5, "GRU_0_initial_h", "X", 1);
+    assert_float_default(g, "h_init", "1,1,4", h_values, 4);
+    assert_null(mb_find_initializer(g, "GRU_0_initial_h_fill"));
+    assert_completed_default(g, mb_find_node(g, "gru"), 5, "GRU_0_initial_h", "X", 1, "h_init");
     assert_pair(run->report, "GRU_0_initial_h", "GRU_0_Y_h", "1,batch,4", "float32", true, true);
 }
 
