@@ -87,14 +87,15 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
     bool keep = !readable && optional_mode && fixed && !shared && !src->owner->parent &&
                 state_pattern_is(rs, init, default_batch);
     bool as_fill = optional_mode && !fixed && state_pattern_is(rs, init, 1);
-    if (!readable && !keep && !as_fill) {
+    bool fits = state_pattern_fits(rs, init);
+    if (fits && !readable && !keep && !as_fill) {
         free(value);
         return set_error(ctx->err, RNNSTATE_ERR_IO, "%s: cannot read initializer '%s'",
                          ctx->label, src->input);
     }
     state_default def = { .pattern = data ? data : init, .existing = keep,
                           .fill_initializer = as_fill ? value : NULL };
-    if (!state_pattern_fits(rs, init)) {
+    if (!fits) {
         report_node_warn(&ctx->report, p->report_node,
                          "initial_%s: initializer '%s' has an unexpected shape; the new input "
                          "defaults to zeros",
