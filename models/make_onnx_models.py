@@ -711,12 +711,7 @@ def fp16_gru(rng):
         outputs=[("y", 0)], streamable=True, ort=True, ref=ref, tol=1e-2,
         # ORT runs the GRU in float32 between Casts; a state fed back between
         # chunks is rounded to float16 (1 ulp = 2.4e-4 near 0.35)
-        atol=2e-3,
-        ort_optional=False,
-        ort_optional_note="ONNX Runtime 1.30's CPU provider runs float16 GRU nodes through inserted Casts "
-                          "and then fails ('Shape mismatch attempting to re-use buffer') when a batch-1 "
-                          "default state meets a larger batch; the tool warns, and --state-inputs=required "
-                          "works")
+        atol=2e-3)
 
 
 def double_lstm(rng):

@@ -154,7 +154,7 @@ static rnnstate_status check_graph_order(const Onnx__GraphProto *g, const frame 
 /* ---- state pairs wired as the report says ----------------------------------- */
 
 /* Whether a declared dimension is the pair's: the same fixed size or symbolic
- * name, or unknown on both sides. `exact` false (a state output, which the
+ * name, or unknown on the declared side. `exact` false (a state output, which the
  * caller feeds back as the input) accepts any dimension that could hold the
  * same size: only two different fixed sizes disagree. */
 static bool dim_agrees(const Onnx__TensorShapeProto__Dimension *declared, const rnnstate_dim *want,
@@ -168,6 +168,10 @@ static bool dim_agrees(const Onnx__TensorShapeProto__Dimension *declared, const 
                                    : !dim.known;
     if (!exact)
         same = !(fixed && want->value >= 0 && !want->param) || dim.value == want->value;
+    /* a dimension declared unnamed contradicts nothing (an optional state
+     * input of a dynamic batch declares its batch so: its default is empty) */
+    else if (!dim.known)
+        same = true;
     dim_info_clear(&dim);
     return same;
 }

@@ -20,13 +20,15 @@
 #include <sys/stat.h>
 
 #include "cli/job_paths.h"
+#include "cli/patterns.h"
 #include "rnnstate.h"
 
 enum exit_code {
     EXIT_OK = 0,           /* every model was processed */
     EXIT_MODEL_FAILED = 1, /* at least one model could not be read, rewritten or written */
     EXIT_USAGE = 2,        /* bad command line */
-    EXIT_SKIPPED = 3       /* --fail-on-skip, and some recurrent node was skipped */
+    EXIT_SKIPPED = 3,      /* --fail-on-skip, and some recurrent node was skipped */
+    EXIT_NO_MATCH = 4      /* an --include or --exclude pattern matched no node */
 };
 
 typedef struct string_list {
@@ -172,6 +174,7 @@ typedef struct run_results {
     size_t n_jobs;
     rnnstate_json_stream *json; /* with --json, else NULL */
     run_totals totals;
+    pattern_hits *hits;
 } run_results;
 
 /* Where one job's messages go: the report text, and errors (stderr, or a

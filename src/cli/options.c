@@ -41,13 +41,14 @@ static const char usage_text[] =
     "                           -web, ORT Java, which ignore or reject such feeds)\n"
     "      --include GLOB       rewrite only nodes whose name matches GLOB (repeatable)\n"
     "      --exclude GLOB       leave nodes whose name matches GLOB alone (repeatable),\n"
-    "                           e.g. a GRU that runs across frequency bins\n"
+    "                           e.g. a GRU that runs across frequency bins; a pattern\n"
+    "                           that matches no node: a warning, exit status 4\n"
     "      --to-layout0         rewrite batch-first (layout=1) recurrent nodes to\n"
     "                           layout 0 between Transposes, which ONNX Runtime can\n"
     "                           run; their state is exposed as [directions,batch,hidden]\n"
-    "      --name-template T    names of new inputs and outputs; {op}, {k}, {name},\n"
-    "                           {slot} (initial_h, initial_c, Y_h, Y_c; cache,\n"
-    "                           cache_out for context caches) are replaced\n"
+    "      --name-template T    names of every input and output the tool adds;\n"
+    "                           {op}, {k}, {name}, {slot} (initial_h, initial_c, Y_h,\n"
+    "                           Y_c; cache, cache_out for context caches) are replaced\n"
     "                           (default: {op}_{k}_{slot}, e.g. GRU_0_initial_h)\n"
     "      --time INPUT:AXIS    the time axis of a graph input (repeatable); found\n"
     "                           from the recurrent nodes when not given; needed for\n"
@@ -75,6 +76,8 @@ static const char usage_text[] =
     "  1  at least one model could not be read, rewritten or written\n"
     "  2  usage error\n"
     "  3  --fail-on-skip was given and some recurrent node was skipped\n"
+    "  4  an --include or --exclude pattern matched no recurrent node of any model\n"
+    "     (a warning names it; the models were processed all the same)\n"
     "\n"
     "Examples:\n"
     "  rnnstate-rewrite denoiser.onnx -o denoiser.stateful.onnx\n"
@@ -82,9 +85,11 @@ static const char usage_text[] =
     "  rnnstate-rewrite --state-inputs=required --exclude '*freq*' vad.onnx\n"
     "  curl -s $URL | rnnstate-rewrite - -o - > model.stateful.onnx\n";
 
-/* "123", "64K", "500M", "2G" (binary multiples); at least 1 byte, at most 2G. */
-static bool parse_size(const char *text, size_t *bytes)
+/* "123", "64K", "500M", "2G" (binary multiples); at least 1 byte, at most 2G.
+ * *too_large tells a well-formed size past 2G. */
+static bool parse_size(const char *text, size_t *bytes, bool *too_large)
 {
+    *too_large = false;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
@@ -97,8 +102,12 @@ static bool parse_size(const char *text, size_t *bytes)
     case 'G': case 'g': shift = 30; end++; break;
     default: break;
     }
-    if (*end || v == 0 || v > (RNNSTATE_DEFAULT_MAX_MODEL_BYTES >> shift))
+    if (*end || v == 0)
         return false;
+    if (v > (RNNSTATE_DEFAULT_MAX_MODEL_BYTES >> shift)) {
+        *too_large = true;
+        return false;
+    }
     *bytes = (size_t)(v << shift);
     return true;
 }
@@ -188,11 +197,17 @@ int parse_args(int argc, char **argv, cli *c)
             if (end == optarg || *end || errno || c->jobs < 1 || c->jobs > 1024)
                 return usage_error("-j takes a number of models from 1 to 1024, not '%s'", optarg);
             break;
-        case OPT_MAX_MODEL_SIZE:
-            if (!parse_size(optarg, &c->limits.max_model_bytes))
-                return usage_error("--max-model-size takes a size such as 500M or 2G, not '%s'",
-                                   optarg);
+        case OPT_MAX_MODEL_SIZE: {
+            bool too_large;
+            if (!parse_size(optarg, &c->limits.max_model_bytes, &too_large))
+                return too_large ? usage_error("--max-model-size '%s' is more than 2G, the most "
+                                               "it can be (protobuf cannot read larger models)",
+                                               optarg)
+                                 : usage_error("--max-model-size takes a size such as 500M or 2G, "
+                                               "not '%s'",
+                                               optarg);
             break;
+        }
         case OPT_STATE_INPUTS:
             if (!strcmp(optarg, "optional"))
                 c->options.state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;

@@ -56,6 +56,7 @@ kept_job finish_job(const run_results *r, rnnstate_report *report, const rnnstat
                     run_totals *totals)
 {
     count_result(report, totals);
+    pattern_hits_mark(r->hits, report);
     if (!r->json) {
         release_report(r, report);
         return (kept_job){ NULL, NULL };
@@ -189,7 +190,10 @@ int run(const cli *c, job *jobs, size_t n_jobs)
     /* with --json the document's head is written now, its entries as the
      * models are done, and its summary at the end */
     rnnstate_json_stream json;
-    run_results results = { .n_jobs = n_jobs, .json = c->json ? &json : NULL };
+    pattern_hits hits;
+    if (!pattern_hits_init(&hits, &c->options))
+        die_oom();
+    run_results results = { .n_jobs = n_jobs, .json = c->json ? &json : NULL, .hits = &hits };
     if (c->json)
         rnnstate_json_stream_begin(&json, stdout);
     run_state rs = { .jobs = jobs, .n_jobs = n_jobs };
@@ -211,6 +215,9 @@ int run(const cli *c, job *jobs, size_t n_jobs)
     int status = t.failed ? EXIT_MODEL_FAILED
                  : c->fail_on_skip && t.skipped_nodes ? EXIT_SKIPPED
                                                       : EXIT_OK;
+    if (pattern_hits_report(&hits, stderr, c->quiet) && status == EXIT_OK)
+        status = EXIT_NO_MATCH;
+    pattern_hits_free(&hits);
     int json_error = c->json && !rnnstate_json_stream_end(&json) ? json.error : 0;
     if (!report_delivered(c->json ? stdout : text, c->json ? "JSON report" : "report", json_error,
                           &t))

@@ -102,6 +102,8 @@ static rnnstate_status next_field(wire_reader *r, uint64_t end, wire_field *f, c
         return set_error(err, RNNSTATE_ERR_NOT_MODEL,
                          "%s: not an ONNX model: unexpected wire type %u at byte %llu", label,
                          f->wire, (unsigned long long)f->start);
+    case WIRE_FIELD_ZERO:
+        return wire_field_zero(label, f->start, err);
     default:
         return corrupt(label, f->start, r->size, err);
     }

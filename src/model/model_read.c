@@ -23,8 +23,10 @@
 #include "model.h"
 #include "model/fdio.h"
 #include "model/lazy_scan.h"
+#include "model/tensor_util.h"
 #include "model/wire_scan.h"
 #include "options.h"
+#include "util/strbuf.h"
 
 void rnnstate_limits_init(rnnstate_limits *limits)
 {
@@ -112,6 +114,51 @@ static void free_allocation(void *unused, void *p)
     free(p);
 }
 
+/* Bytes that are not a model may be an ONNX tensor (a backend test's
+ * input_0.pb, a saved state): when they parse as a TensorProto with a known
+ * element type and a shape or data, say so instead of "corrupt". Returns
+ * `st` (the caller's failure), its message replaced in that case. */
+static rnnstate_status explain_not_model(rnnstate_status st, const void *data, size_t size,
+                                         const char *label, rnnstate_error *err)
+{
+    if (st != RNNSTATE_ERR_NOT_MODEL || !data || !size)
+        return st;
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, size, data);
+    if (!t)
+        return st;
+    const char *type = t->data_type > 0 ? dtype_name(t->data_type) : NULL;
+    bool has_data = t->raw_data.len || t->n_float_data || t->n_int32_data || t->n_int64_data ||
+                    t->n_double_data || t->n_uint64_data || t->n_string_data;
+    if (type && strcmp(type, "unknown") && (t->n_dims || has_data)) {
+        strbuf shape = STRBUF_INIT;
+        for (size_t i = 0; i < t->n_dims; i++)
+            sb_addf(&shape, "%s%lld", i ? "," : "", (long long)t->dims[i]);
+        bool named = t->name && *t->name;
+        st = set_error(err, RNNSTATE_ERR_NOT_MODEL,
+                       "%s: not an ONNX model: it looks like a tensor (an ONNX TensorProto%s%s%s, "
+                       "%s [%s]), such as a test's input_0.pb; rnnstate-rewrite takes a model",
+                       label, named ? " '" : "", named ? t->name : "", named ? "'" : "", type,
+                       shape.oom || !shape.buf ? "" : shape.buf);
+        sb_release(&shape);
+    }
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    return st;
+}
+
+/* Reads up to 64 MiB of the file for explain_not_model(). */
+static rnnstate_status explain_not_model_file(rnnstate_status st, int fd, uint64_t size,
+                                              const char *label, rnnstate_error *err)
+{
+    if (st != RNNSTATE_ERR_NOT_MODEL || size > ((uint64_t)64 << 20))
+        return st;
+    unsigned char *buf = malloc((size_t)size);
+    ssize_t got = buf ? pread(fd, buf, (size_t)size, 0) : -1;
+    if (got == (ssize_t)size)
+        st = explain_not_model(st, buf, (size_t)size, label, err);
+    free(buf);
+    return st;
+}
+
 /* Checks and unpacks serialized bytes into a new model. */
 static rnnstate_status unpack(const void *data, size_t size, const char *label,
                               const rnnstate_limits *l, rnnstate_model **model,
@@ -160,7 +207,7 @@ rnnstate_status rnnstate_model_load_memory(const void *data, size_t size, const 
         return st;
     if (size > l.max_model_bytes)
         return too_large(label, l.max_model_bytes, err);
-    return unpack(data, size, label, &l, model, err);
+    return explain_not_model(unpack(data, size, label, &l, model, err), data, size, label, err);
 }
 
 
@@ -206,8 +253,9 @@ static rnnstate_status load_regular_file(int fd, const struct stat *file, const 
     lazy_scan scan;
     rnnstate_status st = lazy_scan_file(fd, size, l->lazy_tensor_bytes, label, &scan, err);
     if (st != RNNSTATE_OK)
-        return st;
+        return explain_not_model_file(st, fd, size, label, err);
     st = unpack(scan.skeleton.buf, scan.skeleton.len, label, l, model, err);
+    st = explain_not_model_file(st, fd, size, label, err);
     if (st == RNNSTATE_OK && scan.n_lazy) {
         st = attach_lazy(*model, &scan, err);
         if (st == RNNSTATE_OK && ((*model)->source_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)

@@ -48,8 +48,9 @@ Onnx__TensorProto *tensor_new_int64s(const char *name, const int64_t *values, si
 bool tensor_read_int64s(const Onnx__TensorProto *t, int64_t **values, size_t *n);
 
 /* The largest tensor the rewriter will create, in bytes: a default state
- * that would be larger gets batch 1 and an Expand instead, so a hostile
- * model of a few bytes cannot make the tool allocate gigabytes. */
+ * that would be larger is empty and completed at run time instead (a fill of
+ * batch 1), so a hostile model of a few bytes cannot make the tool
+ * allocate gigabytes. */
 #define RNNSTATE_MAX_CREATED_TENSOR_BYTES ((size_t)64 << 20)
 
 #endif

@@ -88,8 +88,10 @@ wire_result wire_next_field(wire_reader *r, uint64_t end, wire_field *f)
 {
     uint64_t key;
     *f = (wire_field){ .start = r->pos };
-    if (!wire_read_varint(r, end, &key) || (key >> 3) == 0)
+    if (!wire_read_varint(r, end, &key))
         return WIRE_CUT;
+    if ((key >> 3) == 0)
+        return WIRE_FIELD_ZERO;
     f->number = key >> 3;
     f->wire = (unsigned)(key & 7);
     f->payload = r->pos;
@@ -125,4 +127,17 @@ size_t wire_varint_size(uint64_t value)
         n++;
     }
     return n;
+}
+
+rnnstate_status wire_field_zero(const char *label, uint64_t at, rnnstate_error *err)
+{
+    if (at == 0)
+        return set_error(err, RNNSTATE_ERR_NOT_MODEL,
+                         "%s: not an ONNX model: it starts with a zero byte, which no protobuf "
+                         "message does (a blank or zero-filled file, or not protobuf at all)",
+                         label);
+    return set_error(err, RNNSTATE_ERR_NOT_MODEL,
+                     "%s: not an ONNX model: corrupt at byte %llu (a field numbered 0, which "
+                     "protobuf does not allow)",
+                     label, (unsigned long long)at);
 }

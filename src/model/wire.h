@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "util/strbuf.h"
 
 typedef struct wire_reader wire_reader;
@@ -28,10 +29,15 @@ struct wire_reader {
 
 typedef enum wire_result {
     WIRE_OK,
-    WIRE_CUT,             /* a key or value runs past the end, or a key names field 0 */
+    WIRE_CUT,             /* a key or value runs past the end */
+    WIRE_FIELD_ZERO,      /* a key names field 0, which protobuf does not allow */
     WIRE_BAD_TYPE,        /* a wire type other than 0, 1, 2 and 5 */
     WIRE_LENGTH_PAST_END, /* a length-delimited field claims more bytes than remain */
 } wire_result;
+
+/* The error for WIRE_FIELD_ZERO at byte `at`: a file of zeros (or anything
+ * but protobuf) usually fails there, at its first byte. */
+rnnstate_status wire_field_zero(const char *label, uint64_t at, rnnstate_error *err);
 
 typedef struct wire_field {
     uint64_t start; /* offset of the key */

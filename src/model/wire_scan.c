@@ -12,10 +12,16 @@ typedef struct frame {
     uint64_t end;
 } frame;
 
-static rnnstate_status truncated(const char *label, size_t at, size_t size, rnnstate_error *err)
+static rnnstate_status truncated(const char *label, size_t at, size_t size, bool stream,
+                                 rnnstate_error *err)
 {
     if (at > size)
         at = size; /* a streamed value skipped past the end of the input */
+    if (stream) /* its size is not known yet: the limit stands in for it */
+        return set_error(err, RNNSTATE_ERR_NOT_MODEL,
+                         "%s: not an ONNX model: truncated or corrupt (a field is cut off at "
+                         "byte %zu)",
+                         label, at);
     return set_error(err, RNNSTATE_ERR_NOT_MODEL,
                      "%s: not an ONNX model: truncated or corrupt (a field is cut off at byte %zu "
                      "of %zu)",
@@ -45,7 +51,9 @@ static rnnstate_status step(wire_reader *r, frame *stack, size_t *depth, size_t 
     case WIRE_OK:
         break;
     case WIRE_CUT:
-        return truncated(label, (size_t)f.start, (size_t)r->size, err);
+        return truncated(label, (size_t)f.start, (size_t)r->size, stream, err);
+    case WIRE_FIELD_ZERO:
+        return wire_field_zero(label, f.start, err);
     case WIRE_BAD_TYPE:
         return set_error(err, RNNSTATE_ERR_NOT_MODEL,
                          "%s: not an ONNX model: unexpected wire type %u at byte %zu", label,

@@ -177,47 +177,105 @@ static bool add_int64s_initializer(scope *sc, const char *name, const int64_t *v
     return add_initializer(sc, tensor_new_int64s(name, v, n));
 }
 
-/* The value [1, B, 1] (or [B, 1, 1] batch-first) with B = the batch of X at
- * run time: Concat(Gather(Shape(X), [axis]), ones). Built once per node and
- * shared by its h and c slots. */
-static bool build_batch_shape(rewrite_ctx *ctx, recurrent_shape *rs)
+/* The per-node helpers of the defaults: the batch B of X at run time
+ * (Gather(Shape(X), [axis])) and the initializers [axis], [1] and [0]. Built
+ * once per node and shared by its h and c slots. */
+static bool build_batch_helpers(rewrite_ctx *ctx, recurrent_shape *rs)
 {
-    if (rs->batch_shape)
+    if (rs->batch_size)
         return true;
     char *shape = unique_name(ctx, rs->prefix, "x_shape");
     char *axis = unique_name(ctx, rs->prefix, "batch_axis");
     char *batch = unique_name(ctx, rs->prefix, "batch_size");
     char *one = unique_name(ctx, rs->prefix, "one");
-    char *out = unique_name(ctx, rs->prefix, "state_broadcast_shape");
-    int64_t axis_value = batch_axis(rs), one_value = 1;
-    Onnx__NodeProto *concat = NULL;
-    bool ok = shape && axis && batch && one && out &&
+    char *zero = unique_name(ctx, rs->prefix, "zero");
+    int64_t axis_value = batch_axis(rs), one_value = 1, zero_value = 0;
+    bool ok = shape && axis && batch && one && zero &&
               add_int64s_initializer(rs->sc, axis, &axis_value, 1) &&
               add_int64s_initializer(rs->sc, one, &one_value, 1) &&
+              add_int64s_initializer(rs->sc, zero, &zero_value, 1) &&
               queue_op(ctx, rs, "Shape", &rs->x, 1, shape) &&
               queue_op(ctx, rs, "Gather", (const char *[]){ shape, axis }, 2, batch);
-    if (ok) {
-        const char *parts[3] = { one, batch, one };
-        const char *parts_batch_first[3] = { batch, one, one };
-        concat = queue_op(ctx, rs, "Concat", rs->batch_first ? parts_batch_first : parts, 3, out);
-        ok = concat && node_add_int_attr(concat, "axis", 0);
-    }
     free(shape);
-    free(axis);
-    free(batch);
-    free(one);
-    if (ok)
-        rs->batch_shape = out;
-    else
-        free(out);
+    if (ok) {
+        rs->batch_axis_name = axis;
+        rs->batch_size = batch;
+        rs->one = one;
+        rs->zero = zero;
+    } else {
+        free(axis);
+        free(batch);
+        free(one);
+        free(zero);
+    }
     return ok;
 }
 
+/* The value the node reads for optional input `name` (whose default is
+ * empty) with a dynamic batch, into *out:
+ *   n      = B * Cast(Equal(Gather(Shape(name), [axis]), [0]))
+ *   filled = Expand(fill, [1, n, 1])          ([n, 1, 1] batch-first)
+ *   *out   = Concat(name, filled, axis)
+ * Absent (batch 0): the fill at batch B. Fed with batch B: the state as fed.
+ * Fed with another batch: that batch, which the node rejects. */
+static bool build_state_or_fill(rewrite_ctx *ctx, recurrent_shape *rs, const char *name,
+                                const char *fill, char **out)
+{
+    *out = NULL;
+    if (!build_batch_helpers(ctx, rs))
+        return false;
+    char *sshape = unique_name(ctx, name, "shape");
+    char *sbatch = unique_name(ctx, name, "batch");
+    char *absent = unique_name(ctx, name, "absent");
+    char *absent_i = unique_name(ctx, name, "absent_int");
+    char *n = unique_name(ctx, name, "fill_batch");
+    char *fshape = unique_name(ctx, name, "fill_shape");
+    char *filled = unique_name(ctx, name, "filled");
+    char *result = unique_name(ctx, name, "or_default");
+    Onnx__NodeProto *node;
+    bool ok = sshape && sbatch && absent && absent_i && n && fshape && filled && result &&
+              queue_op(ctx, rs, "Shape", &name, 1, sshape) &&
+              queue_op(ctx, rs, "Gather", (const char *[]){ sshape, rs->batch_axis_name }, 2,
+                       sbatch) &&
+              queue_op(ctx, rs, "Equal", (const char *[]){ sbatch, rs->zero }, 2, absent) &&
+              (node = queue_op(ctx, rs, "Cast", (const char *[]){ absent }, 1, absent_i)) &&
+              node_add_int_attr(node, "to", ONNX__TENSOR_PROTO__DATA_TYPE__INT64) &&
+              queue_op(ctx, rs, "Mul", (const char *[]){ absent_i, rs->batch_size }, 2, n);
+    if (ok) {
+        const char *parts[3] = { rs->one, n, rs->one };
+        const char *parts_batch_first[3] = { n, rs->one, rs->one };
+        ok = (node = queue_op(ctx, rs, "Concat", rs->batch_first ? parts_batch_first : parts, 3,
+                              fshape)) &&
+             node_add_int_attr(node, "axis", 0) &&
+             queue_op(ctx, rs, "Expand", (const char *[]){ fill, fshape }, 2, filled) &&
+             (node = queue_op(ctx, rs, "Concat", (const char *[]){ name, filled }, 2, result)) &&
+             node_add_int_attr(node, "axis", batch_axis(rs));
+    }
+    free(sshape);
+    free(sbatch);
+    free(absent);
+    free(absent_i);
+    free(n);
+    free(fshape);
+    free(filled);
+    if (ok)
+        *out = result;
+    else
+        free(result);
+    return ok;
+}
+
+/* The state input is declared with the state's shape; an optional one of a
+ * dynamic batch leaves its batch unnamed, since its default has batch 0 (an
+ * equal name would tell ONNX Runtime that it has X's batch, and its memory
+ * planner then reuses buffers of the wrong size for float16 nodes). */
 static rnnstate_status declare_input(rewrite_ctx *ctx, const recurrent_shape *rs,
-                                     const char *name)
+                                     const char *name, bool empty_default)
 {
     dim_info dims[3];
     recurrent_state_dims(rs, dims);
+    if (empty_default)
+        dims[batch_axis(rs)] = (dim_info){ false, 0, NULL };
     Onnx__ValueInfoProto *vi = value_info_new(name, rs->elem_type, dims, 3);
     if (!vi || !scope_add_input(ctx->scopes.scopes[0], vi))
         return ctx_oom(ctx);
@@ -230,44 +288,42 @@ rnnstate_status add_state_input(rewrite_ctx *ctx, recurrent_shape *rs, const cha
 {
     *slot_value = NULL;
     *optional = false;
-    rnnstate_status status = declare_input(ctx, rs, name);
-    if (status != RNNSTATE_OK)
-        return status;
-    /* a full-shape default, or batch 1 broadcast by an Expand */
+    /* a full-shape default, or an empty one completed at run time */
     bool fixed = batch_is_fixed(rs) && state_default_batch(rs) == rs->batch.value;
-    if (ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL && !fixed &&
-        main_opset(ctx->model) < EXPAND_MIN_OPSET) {
+    bool want_default = ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
+    if (want_default && !fixed && main_opset(ctx->model) < EXPAND_MIN_OPSET) {
         report_node_warn(&ctx->report, report_node,
                          "%s is required: a default for a dynamic batch needs Expand (opset >= %d)",
                          name, EXPAND_MIN_OPSET);
-    } else if (ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL) {
-        if (!def->existing &&
-            !add_initializer(ctx->scopes.scopes[0],
-                             default_tensor(rs, name, def, fixed ? rs->batch.value : 1)))
-            return ctx_oom(ctx);
-        require_overridable_defaults(ctx);
-        *optional = true;
-        if (!fixed && rs->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16)
-            report_node_warn(&ctx->report, report_node,
-                             "%s: ONNX Runtime's CPU provider fails on float16 recurrent nodes "
-                             "whose batch-1 default meets a larger batch (it casts them to float "
-                             "and misplans the buffers): use --state-inputs=required there",
-                             name);
-        if (!fixed) {
-            char *expanded = unique_name(ctx, name, "expanded");
-            bool ok = expanded && build_batch_shape(ctx, rs) &&
-                      queue_op(ctx, rs, "Expand", (const char *[]){ name, rs->batch_shape }, 2,
-                               expanded);
-            if (!ok) {
-                free(expanded);
-                return ctx_oom(ctx);
-            }
-            *slot_value = expanded;
-            return RNNSTATE_OK;
-        }
+        want_default = false;
     }
-    *slot_value = strdup(name);
-    return *slot_value ? RNNSTATE_OK : ctx_oom(ctx);
+    rnnstate_status status = declare_input(ctx, rs, name, want_default && !fixed);
+    if (status != RNNSTATE_OK || !want_default) {
+        if (status == RNNSTATE_OK && !(*slot_value = strdup(name)))
+            status = ctx_oom(ctx);
+        return status;
+    }
+    require_overridable_defaults(ctx);
+    *optional = true;
+    if (fixed) {
+        if (!def->existing &&
+            !add_initializer(ctx->scopes.scopes[0], default_tensor(rs, name, def, rs->batch.value)))
+            return ctx_oom(ctx);
+        *slot_value = strdup(name);
+        return *slot_value ? RNNSTATE_OK : ctx_oom(ctx);
+    }
+    int64_t empty_dims[3];
+    unsigned char nothing[16] = { 0 };
+    state_dims_for_batch(rs, 0, empty_dims);
+    char *fill = def->fill_initializer ? strdup(def->fill_initializer)
+                                       : unique_name(ctx, name, "fill");
+    bool ok = fill &&
+              add_initializer(ctx->scopes.scopes[0],
+                              tensor_new_filled(name, rs->elem_type, empty_dims, 3, nothing)) &&
+              (def->fill_initializer || add_initializer(rs->sc, default_tensor(rs, fill, def, 1))) &&
+              build_state_or_fill(ctx, rs, name, fill, slot_value);
+    free(fill);
+    return ok ? RNNSTATE_OK : ctx_oom(ctx);
 }
 
 void require_overridable_defaults(rewrite_ctx *ctx)

@@ -5,10 +5,14 @@
  * it also gets an initializer of the same name holding its default (zeros, or
  * the exporter's constant), which ONNX Runtime uses when the caller feeds
  * nothing (ir_version >= 4). With a fixed batch the default has the full
- * shape. With a dynamic batch it has batch 1, and an Expand to the batch of X
- * (taken from Shape(X) at run time) sits between the input and the node, so
- * the input stays optional for any batch size; a fed full-batch state passes
- * through the Expand unchanged. */
+ * shape. With a dynamic batch the default is empty (batch 0) and its batch
+ * dimension is declared unnamed, and
+ *     Concat(state, Expand(fill, [1, B * (batch(state) == 0), 1]), axis=batch)
+ * sits between the input and the node (B the batch of X at run time, fill
+ * the [D,1,H] zeros or exporter's constant): an absent state (the empty
+ * default) becomes the fill at batch B, a fed state of batch B passes
+ * unchanged, and a fed state of any other batch reaches the node with that
+ * batch, which the runtime rejects (never broadcast to every stream). */
 #ifndef RNNSTATE_STATE_DEFAULTS_H
 #define RNNSTATE_STATE_DEFAULTS_H
 
@@ -29,7 +33,11 @@ typedef struct recurrent_shape {
     int64_t hidden;
     int32_t elem_type;
     dim_info batch;         /* known value, symbolic name, or a fresh name */
-    char *batch_shape;      /* built lazily: the value holding [1,B,1] or [B,1,1] */
+    /* built lazily, once per node, shared by its h and c slots: */
+    char *batch_axis_name;  /* the initializer [axis] (the batch axis of X and of the state) */
+    char *batch_size;       /* the value [B], the batch of X at run time */
+    char *one;              /* the initializer [1] */
+    char *zero;             /* the initializer [0] */
 } recurrent_shape;
 
 /* The default value of one state slot: one repeated element, or the
@@ -38,7 +46,13 @@ typedef struct state_default {
     bool uniform;
     unsigned char fill[16];
     const Onnx__TensorProto *pattern; /* broadcastable to the state's shape */
-    bool existing;  /* an initializer named like the input already holds it */
+    /* an initializer whose data cannot be copied (external, unreadable) and
+     * that holds the full fixed-batch state: it is the input's default and
+     * the input keeps its name */
+    bool existing;
+    /* with a dynamic batch, an initializer of the model that is exactly the
+     * [D,1,H] fill: used as it is (read-only, its data not copied) */
+    const char *fill_initializer;
 } state_default;
 
 /* The state's dims in the node's layout. */

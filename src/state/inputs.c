@@ -5,18 +5,6 @@
 #include "state/inputs.h"
 #include "model/tensor_util.h"
 
-static const char *source_case(const state_source *s)
-{
-    switch (s->kind) {
-    case SOURCE_ABSENT: return "a";
-    case SOURCE_GRAPH_INPUT: return "b";
-    case SOURCE_INITIALIZER: return "c";
-    case SOURCE_CONSTANT: return s->via_expand ? "d" : "e";
-    case SOURCE_VIEW_OF_INPUT: return "f";
-    default: return "g";
-    }
-}
-
 /* Points the node's slot at `value`, remembering what it read before. */
 static rnnstate_status rewire(rewrite_ctx *ctx, node_plan *p, int slot, const char *value)
 {
@@ -49,7 +37,7 @@ static const char *default_word(bool optional, const state_default *def)
     return default_is_zero(def) ? "zero default" : "default: the exporter's constant";
 }
 
-/* A new (or existing-initializer) input for the slot, wired into the node. */
+/* A new input for the slot, wired into the node. */
 static rnnstate_status new_input(rewrite_ctx *ctx, node_plan *p, int slot, char *name,
                                  const state_default *def, bool *optional)
 {
@@ -68,10 +56,9 @@ static rnnstate_status new_input(rewrite_ctx *ctx, node_plan *p, int slot, char 
     return st;
 }
 
-/* Case c. An initializer of the main graph read only by this slot, already
- * shaped as the default, keeps its name and becomes the default of an input
- * of that name; otherwise (shared, in a subgraph, or of another shape) its
- * value is copied into a new input of the slot's own. */
+/* Case c: the slot reads an initializer. Its value is copied into a new
+ * input of the slot's own (named by the template), whose default it becomes;
+ * the initializer goes when nothing else reads it. */
 static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int slot,
                                           char **input_name, bool *optional)
 {
@@ -83,17 +70,32 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
     const value_entry *e = graph_index_find(&src->owner->index, value);
     const Onnx__TensorProto *init = src->owner->graph->initializer[e->initializer];
     bool shared = e->n_consumers > 1 || e->read_by_subgraph || e->graph_output >= 0;
+    /* The value goes to a new input named by the template (the initializer's
+     * name is the exporter's, not one the caller chose), copied when it can
+     * be read. Two cases copy nothing: with a dynamic batch, an initializer
+     * that is exactly the [D,1,H] fill serves as it is; with a fixed batch,
+     * one whose data cannot be read (external data, say) and that only this
+     * slot reads becomes the input itself and keeps its name. */
+    const Onnx__TensorProto *data = scope_tensor_data(src->owner, init);
+    unsigned char *bytes = NULL;
+    size_t n_bytes = 0;
+    bool readable = data && tensor_read_bytes(data, &bytes, &n_bytes);
+    free(bytes);
+    bool optional_mode = ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
     int64_t default_batch = state_default_batch(rs);
-    bool keep = !shared && !src->owner->parent && state_pattern_is(rs, init, default_batch) &&
-                ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
-    /* a copy needs the values, which may still be in the file */
-    if (!keep && !scope_tensor_data(src->owner, init)) {
+    bool fixed = batch_is_fixed(rs) && default_batch == rs->batch.value;
+    bool keep = !readable && optional_mode && fixed && !shared && !src->owner->parent &&
+                state_pattern_is(rs, init, default_batch);
+    bool as_fill = optional_mode && !fixed && state_pattern_is(rs, init, 1);
+    bool fits = state_pattern_fits(rs, init);
+    if (fits && !readable && !keep && !as_fill) {
         free(value);
         return set_error(ctx->err, RNNSTATE_ERR_IO, "%s: cannot read initializer '%s'",
                          ctx->label, src->input);
     }
-    state_default def = { .pattern = init, .existing = keep };
-    if (!state_pattern_fits(rs, init)) {
+    state_default def = { .pattern = data ? data : init, .existing = keep,
+                          .fill_initializer = as_fill ? value : NULL };
+    if (!fits) {
         report_node_warn(&ctx->report, p->report_node,
                          "initial_%s: initializer '%s' has an unexpected shape; the new input "
                          "defaults to zeros",
@@ -105,14 +107,15 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
     rnnstate_status st = name ? new_input(ctx, p, slot, name, &def, optional) : ctx_oom(ctx);
     if (keep)
         report_node_decide(&ctx->report, p->report_node,
-                           "initial_%s: case c: initializer '%s' is now also a graph input, its "
-                           "value the default",
+                           "initial_%s: initializer '%s' is now also a graph input of that name, "
+                           "its value the default (its data cannot be copied into an input named "
+                           "by the template)",
                            slot_letter[slot], value);
     else
         report_node_decide(&ctx->report, p->report_node,
-                           "initial_%s: case c: initializer '%s'%s; new input %s (%s)",
-                           slot_letter[slot], value, shared ? " is shared" : "", name,
-                           default_word(*optional, &def));
+                           "initial_%s: was initializer '%s'%s; now graph input %s (%s)",
+                           slot_letter[slot], value, shared ? " (also read elsewhere)" : "",
+                           name ? name : "", default_word(*optional, &def));
     free(value);
     *input_name = name;
     return st;
@@ -133,14 +136,16 @@ static rnnstate_status replace_with_input(rewrite_ctx *ctx, node_plan *p, int sl
     rnnstate_status st = name ? new_input(ctx, p, slot, name, &def, optional) : ctx_oom(ctx);
     if (src->kind == SOURCE_ABSENT)
         report_node_decide(&ctx->report, p->report_node,
-                           "initial_%s: case a: absent; new input %s (%s)", slot_letter[slot],
-                           name, default_word(*optional, &def));
+                           "initial_%s: not given (the node started from zeros); now graph input "
+                           "%s (%s)",
+                           slot_letter[slot], name, default_word(*optional, &def));
     else
         report_node_decide(&ctx->report, p->report_node,
-                           "initial_%s: case %s: %s constant state from %s; new input %s (%s)",
-                           slot_letter[slot], source_case(src),
-                           src->uniform ? (source_is_zero(src) ? "zero" : "uniform")
-                                        : "non-uniform",
+                           "initial_%s: was a constant (%s) computed by %s; now graph input %s "
+                           "(%s)",
+                           slot_letter[slot],
+                           src->uniform ? (source_is_zero(src) ? "zeros" : "one repeated value")
+                                        : "varying values",
                            src->chain, name, default_word(*optional, &def));
     *input_name = name;
     return st;
@@ -207,11 +212,11 @@ static rnnstate_status keep_existing_input(rewrite_ctx *ctx, node_plan *p, int s
                            slot_letter[slot], sp->source.chain, input, sp->reached);
     else if (sp->source.kind == SOURCE_GRAPH_INPUT)
         report_node_decide(&ctx->report, p->report_node,
-                           "initial_%s: case b: already graph input %s", slot_letter[slot], input);
+                           "initial_%s: already graph input %s: kept", slot_letter[slot], input);
     else
         report_node_decide(&ctx->report, p->report_node,
-                           "initial_%s: case f: already stateful: %s of graph input %s",
-                           slot_letter[slot], sp->source.chain, input);
+                           "initial_%s: already read from graph input %s (through %s): kept",
+                           slot_letter[slot], input, sp->source.chain);
     *input_name = strdup(input);
     return *input_name ? RNNSTATE_OK : ctx_oom(ctx);
 }

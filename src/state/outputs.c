@@ -96,6 +96,21 @@ char *name_final_state(rewrite_ctx *ctx, node_plan *p, int slot, const char *fin
     return name;
 }
 
+/* Graph output `name` = Identity(value), value in the main graph. */
+static rnnstate_status copy_to_output(rewrite_ctx *ctx, node_plan *p, const char *value,
+                                      const char *name)
+{
+    char *node_name = name_registry_unique(&ctx->names, name);
+    Onnx__NodeProto *node = node_name ? node_new("Identity", node_name) : NULL;
+    free(node_name);
+    bool ok = node && append_string(&node->input, &node->n_input, value) &&
+              append_string(&node->output, &node->n_output, name);
+    if (!ok && node)
+        protobuf_c_message_free_unpacked(&node->base, NULL);
+    ok = ok && scope_queue_node(ctx->scopes.scopes[0], p->rs.node_index + 1, node);
+    return ok ? add_output(ctx, ctx->scopes.scopes[0], name, &p->rs) : ctx_oom(ctx);
+}
+
 rnnstate_status expose_output_side(rewrite_ctx *ctx, node_plan *p, int slot,
                                    const char *input_name, char **output_name, bool *added)
 {
@@ -130,19 +145,37 @@ rnnstate_status expose_output_side(rewrite_ctx *ctx, node_plan *p, int slot,
     if (p->rs.sc->parent) {
         st = thread_out(ctx, p->rs.sc, local, final, input_name, &p->rs, true, output_name);
         free(final);
+        local = NULL; /* thread_out's */
+    } else if (!renamed) {
+        /* read inside the model under the exporter's name, which stays: the
+         * graph output, named by the template, is an Identity of it */
+        st = copy_to_output(ctx, p, local, final);
+        if (st == RNNSTATE_OK)
+            *output_name = final;
+        else
+            free(final);
     } else {
         free(final);
         st = add_output(ctx, ctx->scopes.scopes[0], local, &p->rs);
         if (st == RNNSTATE_OK)
             *output_name = local;
-        else
-            free(local);
+        local = NULL;
     }
     if (st == RNNSTATE_OK) {
         *added = true;
-        report_node_decide(&ctx->report, p->report_node, "Y_%s: %s, now graph output %s%s",
-                           slot_letter[slot], renamed ? "unused" : "internal", *output_name,
-                           p->rs.sc->parent ? " (threaded out of its If branches)" : "");
+        if (renamed)
+            report_node_decide(&ctx->report, p->report_node,
+                               "Y_%s: not used by the model; now graph output %s%s",
+                               slot_letter[slot], *output_name,
+                               p->rs.sc->parent ? " (passed out of its If branches)" : "");
+        else
+            report_node_decide(&ctx->report, p->report_node,
+                               "Y_%s: used inside the model as '%s'; now also graph output %s%s",
+                               slot_letter[slot],
+                               node_output(p->rs.node, p->rs.op->final_state_output[slot]),
+                               *output_name,
+                               p->rs.sc->parent ? " (passed out of its If branches)" : "");
     }
+    free(local);
     return st;
 }

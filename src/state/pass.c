@@ -43,6 +43,23 @@ static rnnstate_status record_pair(rewrite_ctx *ctx, node_plan *p, int slot, con
                         RNNSTATE_PAIR_RECURRENT);
         return RNNSTATE_OK;
     }
+    /* a dimension the input leaves unnamed is the output's (an optional
+     * input of a dynamic batch declares its batch unnamed: its default is
+     * empty, state/defaults.h) */
+    pair_end out = { 0 };
+    if (output)
+        pair_end_declared(ctx, output, true, &out);
+    if (out.rank == in.rank)
+        for (size_t d = 0; d < in.rank; d++)
+            if (!in.dims[d].known && out.dims[d].param) {
+                if (!(in.dims[d].param = strdup(out.dims[d].param))) {
+                    pair_end_clear(&in);
+                    pair_end_clear(&out);
+                    return ctx_oom(ctx);
+                }
+                in.dims[d].known = true;
+            }
+    pair_end_clear(&out);
     report_add_pair(&ctx->report, input, output, in.dims, in.rank, p->rs.elem_type,
                     pair_batch_axis(&p->rs, in.dims, in.rank, direct), optional, added,
                     RNNSTATE_PAIR_RECURRENT);
@@ -207,6 +224,39 @@ static void warn_exposed(rewrite_ctx *ctx, const node_plan *p)
                          p->rs.directions == 2 ? "bidirectional, the backward" : "reverse");
 }
 
+/* What ONNX Runtime will refuse in the model as written: batch-first
+ * (layout=1) recurrent nodes, which its CPU kernels do not run (the original
+ * neither), and a fixed batch, which the state pairs then have too. One note
+ * each for the model. */
+static void note_runtime_refusals(rewrite_ctx *ctx, const plan_list *plans)
+{
+    size_t batch_first = 0;
+    const node_plan *first = NULL, *fixed = NULL;
+    for (size_t i = 0; i < plans->n; i++) {
+        const node_plan *p = &plans->plans[i];
+        if (p->rs.batch_first && !batch_first++)
+            first = p;
+        const rnnstate_node_report *nr = &ctx->report.report->nodes[p->report_node];
+        if (!fixed && !p->skipped && (nr->n_inputs_added || nr->n_outputs_added) &&
+            batch_is_fixed(&p->rs))
+            fixed = p;
+    }
+    if (batch_first)
+        report_note(&ctx->report,
+                    "%zu recurrent node%s batch-first (layout=1), %s '%s'%s: ONNX Runtime's CPU "
+                    "kernels refuse layout 1, in the original model as in this one; "
+                    "--to-layout0 converts such nodes",
+                    batch_first, batch_first == 1 ? " is" : "s are", first->rs.op->name,
+                    str_or_empty(first->rs.node->name), batch_first == 1 ? "" : " and others");
+    if (fixed)
+        report_note(&ctx->report,
+                    "the batch is fixed at %lld (%s '%s' and its state): the runtime refuses any "
+                    "other batch; to run several streams at once, re-export with a dynamic "
+                    "batch axis (torch.onnx.export's dynamic_axes)",
+                    (long long)fixed->rs.batch.value, fixed->rs.op->name,
+                    str_or_empty(fixed->rs.node->name));
+}
+
 /* A node is "updated" when the pass added an input or output for it. */
 static void settle_statuses(rewrite_ctx *ctx, const plan_list *plans)
 {
@@ -218,6 +268,7 @@ static void settle_statuses(rewrite_ctx *ctx, const plan_list *plans)
         report_node_set_status(&ctx->report, node, RNNSTATE_NODE_UPDATED);
         warn_exposed(ctx, &plans->plans[i]);
     }
+    note_runtime_refusals(ctx, plans);
 }
 
 static void remove_dropped_defaults(rewrite_ctx *ctx)

@@ -371,7 +371,10 @@ void plan_list_free(plan_list *list)
 {
     for (size_t i = 0; i < list->n; i++) {
         dim_info_clear(&list->plans[i].rs.batch);
-        free(list->plans[i].rs.batch_shape);
+        free(list->plans[i].rs.batch_axis_name);
+        free(list->plans[i].rs.batch_size);
+        free(list->plans[i].rs.one);
+        free(list->plans[i].rs.zero);
     }
     free(list->plans);
     list->plans = NULL;

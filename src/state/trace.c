@@ -184,6 +184,17 @@ static const char *view_through_if(view_walk *w, const Onnx__NodeProto *if_node,
     return input;
 }
 
+/* A state input completed by its default (state/defaults.h):
+ * Concat(state, Expand(constant, shape)). The state is input 0. */
+static bool is_state_or_fill(const scope *s, const Onnx__NodeProto *p)
+{
+    if (!node_op_is(p, "Concat") || p->n_input != 2)
+        return false;
+    const Onnx__NodeProto *fill = value_producer(s, str_or_empty(p->input[1]), NULL);
+    return fill && node_default_domain(fill) && node_op_is(fill, "Expand") && fill->n_input == 2 &&
+           constant_tensor(s, str_or_empty(fill->input[0])) != NULL;
+}
+
 /* Follows view ops from `value` back to an input of the main graph. */
 static const char *view_chain_input(view_walk *w, const scope *s, const char *value,
                                     trace_path *path)
@@ -202,7 +213,8 @@ static const char *view_chain_input(view_walk *w, const scope *s, const char *va
             path_push(path, p);
             return view_through_if(w, p, e->producer_slot);
         }
-        if (!node_default_domain(p) || !node_op_in(p, view_ops) || p->n_input == 0)
+        if (!node_default_domain(p) || p->n_input == 0 ||
+            !(node_op_in(p, view_ops) || is_state_or_fill(o, p)))
             return NULL;
         path_push(path, p);
         s = o;

@@ -241,8 +241,8 @@ run_tool "$hostile" -o "$d/out.onnx" --check -v --name-template '{name}_{slot}'
 why=$(crash_report "$status" "$work/stderr")
 expected=$(sed "s|^|$hostile: |" <<'EOF'
 main GRU 'gru\x1b[31mRED\xff\xfe': updated; inputs added gru\x1b[31mRED\xff\xfe_initial_h; outputs added gru\x1b[31mRED\xff\xfe_Y_h
-  initial_h: case a: absent; new input gru\x1b[31mRED\xff\xfe_initial_h (zero default)
-  Y_h: unused, now graph output gru\x1b[31mRED\xff\xfe_Y_h
+  initial_h: not given (the node started from zeros); now graph input gru\x1b[31mRED\xff\xfe_initial_h (zero default)
+  Y_h: not used by the model; now graph output gru\x1b[31mRED\xff\xfe_Y_h
 state gru\x1b[31mRED\xff\xfe_initial_h -> gru\x1b[31mRED\xff\xfe_Y_h [1,batch\u009b2J\u202e,8] float32, optional
 time axis x\x1b]0;pwned\x07bell:0 (the sequence axis of the recurrent nodes)
 stream: exact: chunks of any length, every state pair fed back, give the whole-sequence outputs

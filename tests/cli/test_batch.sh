@@ -199,6 +199,8 @@ eq "- with --json: nothing on stdout" "$(stat -c %s "$io/stdout")" "0"
 run "--state-inputs bad value" 2 "$m_gru" --state-inputs=maybe
 run "--max-model-size bad value" 2 "$m_gru" --max-model-size=lots &&
   has "--max-model-size bad value: message" "$err" "--max-model-size takes a size"
+run "--max-model-size past 2G" 2 "$m_gru" --max-model-size=3G &&
+  has "--max-model-size past 2G: says that 2G is the most" "$err" "--max-model-size '3G' is more than 2G, the most it can be"
 eq "usage errors write nothing" "$(snapshot "$work")" "$before"
 
 # ---- one corrupt file among good ones -------------------------------------------
@@ -301,9 +303,10 @@ for m in "$m_lstm" "$f_freq"; do
   # every decision of the report, in order, is a "LABEL:   decision" line of -v
   want=$(js "$work/v.json" 'r.models[0].nodes.flatMap(n => n.decisions).map(d => process.argv[3] + ":   " + d).join("\n")' "$m")
   eq "-v prints every decision of $name (as in the JSON report)" "$(grep -F "$m:   " "$work/v.txt" | grep -v ':   warning: ')" "$want"
-  run "no -v $name" 0 -n "$m" && hasnt "without -v no decisions for $name" "$out" "initial_h: case"
+  run "no -v $name" 0 -n "$m" && hasnt "without -v no decisions for $name" "$out" "initial_h: "
 done
-has "-v names the case and the reason" "$(cat "$work/v.txt")" "$f_freq:   initial_h: case a: absent; new input GRU_0_initial_h (zero default)"
+has "-v says what the state was and what it is now" "$(cat "$work/v.txt")" "$f_freq:   initial_h: not given (the node started from zeros); now graph input GRU_0_initial_h (zero default)"
+hasnt "-v speaks no internal jargon" "$(cat "$work/v.txt")" ": case "
 
 run "--verbose" 0 --verbose -n "$m_gru" && has "--verbose = -v" "$out" "$m_gru:   Y_h: "
 run "--json: one document on stdout" 0 --json -n "$m_gru" "$m_user" "$f_skip" "$f_freq" && cp "$io/stdout" "$work/four.json"
@@ -365,16 +368,31 @@ run "--include and --exclude" 0 --json -n --include '*' --exclude 'freq_gru' "$f
 run "--exclude over a batch" 0 --json -n --exclude '/rnn/GRU_1' "$m_den" "$m_gru" &&
   eq "--exclude applies to every model" "$(js "$io/stdout" 'r.models.map(m => m.nodes.map(n => n.status).join(",")).join(" ")')" \
     "updated,skipped updated"
+# a pattern that matches no node of any model: a warning naming it, status 4
+# (the models are still processed); one that matches in any model of a batch
+# is fine
+run "--include matching nothing: exit 4" 4 --json -n --include 'tiem_*' "$f_freq" &&
+  has "--include matching nothing: a warning names it" "$err" "warning: --include 'tiem_*' matched the name of no recurrent node" &&
+  eq "--include matching nothing: the model is still processed" "$(js "$io/stdout" 'r.models[0].nodes.map(n => n.status).join(" ")')" "skipped skipped"
+run "--exclude matching nothing: exit 4" 4 -n --exclude 'nothing' --exclude '*freq*' "$f_freq" &&
+  has "--exclude matching nothing: a warning names it" "$err" "warning: --exclude 'nothing' matched the name of no recurrent node" &&
+  hasnt "--exclude: the pattern that matched is not named" "$err" "'*freq*'"
+run "--include matching nothing, -q: exit 4, silent" 4 -q -n --include 'tiem_*' "$f_freq" &&
+  eq "-q: no warning" "$err" ""
+run "a pattern matching in one model of a batch: exit 0" 0 -n --include 'time_*' "$m_gru" "$f_freq"
+run "a failed model wins over an unmatched pattern: exit 1" 1 -n --include 'nope' "$f_freq" "$work/no-such-model.onnx"
 
 # ---- --name-template, metadata ------------------------------------------------------
 run "--name-template" 0 --json --name-template 'state_{k}_{slot}_{op}' "$m_lstm" -o "$work/tmpl.onnx" &&
   cp "$io/stdout" "$work/tmpl.json"
 valid "--name-template: report validates" "$work/tmpl.json"
+# every added name follows the template, also Y_h, which the model reads
+# inside as /rnn/LSTM_output_1 (issue 25)
 eq "--name-template: names in the report" "$(js "$work/tmpl.json" 'r.models[0].state.map(p => p.input + ">" + p.output)')" \
-  '["state_0_initial_h_LSTM>/rnn/LSTM_output_1","state_0_initial_c_LSTM>state_0_Y_c_LSTM"]'
+  '["state_0_initial_h_LSTM>state_0_Y_h_LSTM","state_0_initial_c_LSTM>state_0_Y_c_LSTM"]'
 info "$work/tmpl.onnx" > "$work/tmpl.info"
 eq "--name-template: names in the model" "$(js "$work/tmpl.info" 'r.inputs.map(i => i.name).concat(r.outputs.map(o => o.name))')" \
-  '["x","state_0_initial_h_LSTM","state_0_initial_c_LSTM","logits","y","/rnn/LSTM_output_1","state_0_Y_c_LSTM"]'
+  '["x","state_0_initial_h_LSTM","state_0_initial_c_LSTM","logits","y","state_0_Y_h_LSTM","state_0_Y_c_LSTM"]'
 run "--name-template {name}" 0 --json -n --name-template '{name}.{slot}' "$f_freq" &&
   eq "--name-template {name}" "$(js "$io/stdout" 'r.models[0].state.map(p => p.input + ">" + p.output)')" \
     '["time_gru.initial_h>time_gru.Y_h","freq_gru.initial_h>freq_gru.Y_h"]'
@@ -437,12 +455,15 @@ for m in "$m_den" "$m_lstm" "$m_gru"; do
       const r = JSON.parse(fs.readFileSync(process.argv[1], "utf8")), i = JSON.parse(fs.readFileSync(0, "utf8"));
       console.log(r.models[0].state.every(p => p.optional && i.initializers.includes(p.input)));' "$work/opt.json")" "true"
 done
-# A non-zero initial state (an initializer of 0.5s): optional keeps it as the
-# default; required drops it, so the caller must pass it, not zeros, on the
-# first call, and the report must say so.
+# A non-zero initial state (an initializer of 0.5s): optional keeps its value
+# as the default of a new input named by the template (not h0_half: the
+# exporter's name); required drops it, so the caller must pass it, not zeros,
+# on the first call, and the report must say so.
 "$tool" "$f_h0" -o "$work/h0opt.onnx" --json > "$work/h0opt.json" 2> /dev/null
-eq "non-zero initial state, optional: its initializer is the default" \
-  "$(info "$work/h0opt.onnx" | js /dev/stdin 'r.initializers.includes("h0_half") && r.inputs.some(i => i.name === "h0_half")')" "true"
+eq "non-zero initial state, optional: a template-named input with a default" \
+  "$(info "$work/h0opt.onnx" | js /dev/stdin 'r.inputs.map(i => i.name).filter(n => r.initializers.includes(n)).join(" ")')" "GRU_0_initial_h"
+has "non-zero initial state, optional: the default is the initializer's value" \
+  "$(js "$work/h0opt.json" 'r.models[0].nodes[0].decisions[0]')" "was initializer 'h0_half'; now graph input GRU_0_initial_h (default: the exporter's constant)"
 "$tool" "$f_h0" -o "$work/h0req.onnx" --json --state-inputs=required > "$work/h0req.json" 2> /dev/null
 valid "non-zero initial state, required: report validates" "$work/h0req.json"
 eq "non-zero initial state, required: no default left" \

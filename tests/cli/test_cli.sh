@@ -56,7 +56,19 @@ head -c $((size / 2)) "$good" > "$work/truncated.onnx"
 bad_input "truncated model" "$work/truncated.onnx" "not an ONNX model: truncated or corrupt"
 # a serialized TensorProto: dims=[3] (field 1), data_type=1 (field 2)
 printf '\x08\x03\x10\x01' > "$work/tensor.onnx"
-bad_input "tensor instead of model" "$work/tensor.onnx" "not an ONNX model"
+bad_input "tensor instead of model" "$work/tensor.onnx" "not an ONNX model: it looks like a tensor (an ONNX TensorProto, float32 [3])"
+# a backend test's input: a named float32 [1,2] tensor in raw_data
+printf '\x08\x01\x08\x02\x10\x01\x42\x01x\x4a\x08\x00\x00\x80\x3f\x00\x00\x00\x40' > "$work/input_0.pb"
+bad_input "a test's input_0.pb" "$work/input_0.pb" "it looks like a tensor (an ONNX TensorProto 'x', float32 [1,2]), such as a test's input_0.pb"
+head -c 4096 /dev/zero > "$work/zeros.onnx"
+bad_input "a zero-filled file" "$work/zeros.onnx" "not an ONNX model: it starts with a zero byte"
+head -c 4096 /dev/zero | "$tool" - -o "$work/out.onnx" > /dev/null 2> "$work/stderr"
+case "$(cat "$work/stderr")" in
+  *"<stdin>: not an ONNX model: it starts with a zero byte"*) pass "zeros on standard input: said plainly" ;;
+  *) fail "zeros on standard input: said plainly" "$(cat "$work/stderr")" ;;
+esac
+case "$(cat "$work/stderr")" in *"2147483648"*) fail "zeros on stdin: no size limit posing as the size" "$(cat "$work/stderr")" ;;
+  *) pass "zeros on stdin: no size limit posing as the size" ;; esac
 # a ModelProto with ir_version 8 and no graph
 printf '\x08\x08' > "$work/nograph.onnx"
 bad_input "model without graph" "$work/nograph.onnx" "it has no graph"
@@ -106,8 +118,9 @@ run "--json" 0 "$good" --json -n &&
 case "$err" in *"GRU '/rnn/GRU': updated"*) pass "--json sends the text to stderr" ;;
   *) fail "--json sends the text to stderr" "$err" ;; esac
 run "-q" 0 "$good" -q -n && { [ -z "$out$err" ] && pass "-q prints nothing on success" || fail "-q" "$out$err"; }
-run "-v" 0 "$good" -v -n && case "$out" in *"initial_h: case e: zero constant state from ConstantOfShape"*"zero default"*"Y_h: unused, now graph output GRU_0_Y_h"*) pass "-v explains decisions" ;;
+run "-v" 0 "$good" -v -n && case "$out" in *"initial_h: was a constant (zeros) computed by ConstantOfShape"*"zero default"*"Y_h: not used by the model; now graph output GRU_0_Y_h"*) pass "-v explains decisions" ;;
   *) fail "-v explains decisions" "$out" ;; esac
+case "$out" in *": case "[a-g]:*) fail "-v in plain words (no 'case e:')" "$out" ;; *) pass "-v in plain words" ;; esac
 run "required" 0 "$good" -n --json --state-inputs=required &&
   case "$out" in *'"optional": false'*) pass "--state-inputs=required" ;; *) fail "--state-inputs=required" "$out" ;; esac
 

@@ -52,8 +52,13 @@ static const scan_case cases[] = {
     { "a varint of 11 bytes", BYTES("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"), 8,
       RNNSTATE_ERR_NOT_MODEL,
       "not an ONNX model: truncated or corrupt (a field is cut off at byte 0 of 12)" },
+    /* zeros (a blank file, /dev/zero on stdin) fail at their first byte */
     { "a key naming field 0", BYTES("\x00\x00"), 8, RNNSTATE_ERR_NOT_MODEL,
-      "not an ONNX model: truncated or corrupt (a field is cut off at byte 0 of 2)" },
+      "not an ONNX model: it starts with a zero byte, which no protobuf message does (a blank or "
+      "zero-filled file, or not protobuf at all)" },
+    { "a key naming field 0 after a valid field", BYTES("\x08\x08\x00"), 8,
+      RNNSTATE_ERR_NOT_MODEL,
+      "not an ONNX model: corrupt at byte 2 (a field numbered 0, which protobuf does not allow)" },
     { "a fixed64 cut short", BYTES("\xa1\x06\x01\x02"), 8, RNNSTATE_ERR_NOT_MODEL,
       "not an ONNX model: truncated or corrupt (a field is cut off at byte 0 of 4)" },
     /* model > graph > node > attribute > graph: five levels */

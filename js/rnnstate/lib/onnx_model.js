@@ -9,7 +9,7 @@
 //   output = 12; TensorProto.name = 8; NodeProto.name = 3, op_type = 4,
 //   attribute = 5; AttributeProto.name = 1, s = 4, g = 6, graphs = 11.
 
-const { Reader, subMessages, stringField } = require('./protobuf');
+const { Reader, subMessages, stringField, intField } = require('./protobuf');
 const { readRegularFile } = require('./files');
 const { ONNX_DTYPES } = require('./tensor');
 
@@ -61,7 +61,7 @@ const MAX_SUBGRAPH_DEPTH = 64;
 
 // Walks the graph in buf[start:end] and its subgraphs (If branches, Loop and
 // Scan bodies). Fills `out.recurrent` with the recurrent nodes, each { op,
-// name, direction, initialState: [initial_h, initial_c] value names }, and
+// name, direction, layout, initialState: [initial_h, initial_c] value names }, and
 // `out.producers` with value name -> the names it is computed from (a node's
 // inputs; for a node holding subgraphs, also the values those subgraphs
 // output, which is how an If's output depends on its branches; none for
@@ -79,9 +79,11 @@ function walkGraph(buf, start, end, out, depth = 0) {
     // does not depend on a cache concatenated in front of them.
     const sources = SHAPE_ONLY_OPS.has(op) ? [] : inputs.filter((v) => v);
     let direction = 'forward';
+    let layout = 0;
     for (const [as, ae] of subMessages(buf, ns, ne, 5)) {
       const attr = stringField(buf, as, ae, 1);
       if (RECURRENT_OPS.has(op) && attr === 'direction') direction = stringField(buf, as, ae, 4) || direction;
+      if (RECURRENT_OPS.has(op) && attr === 'layout') layout = intField(buf, as, ae, 3);
       for (const [gs, ge] of [...subMessages(buf, as, ae, 6), ...subMessages(buf, as, ae, 11)]) {
         walkGraph(buf, gs, ge, out, depth + 1);
         for (const [os, oe] of subMessages(buf, gs, ge, 12)) sources.push(stringField(buf, os, oe, 1));
@@ -90,7 +92,7 @@ function walkGraph(buf, start, end, out, depth = 0) {
     for (const v of outputs) if (v) out.producers.set(v, sources);
     if (RECURRENT_OPS.has(op)) {
       out.recurrent.push({
-        op, name: stringField(buf, ns, ne, 3), direction, initialState: [inputs[5] || '', inputs[6] || ''],
+        op, name: stringField(buf, ns, ne, 3), direction, layout, initialState: [inputs[5] || '', inputs[6] || ''],
       });
     }
   }

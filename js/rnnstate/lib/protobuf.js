@@ -131,6 +131,18 @@ function stringField(buf, start, end, field) {
   return s;
 }
 
+// The integer of varint field `field` in buf[start:end] (`absent` when absent).
+function intField(buf, start, end, field, absent = 0) {
+  const r = new Reader(buf, start, end);
+  let t;
+  let v = absent;
+  while ((t = r.tag()) !== null) {
+    if (t.field === field && t.wire === 0) v = Number(BigInt.asIntN(64, r.varint()));
+    else r.skip(t.wire);
+  }
+  return v;
+}
+
 module.exports = {
-  Reader, readRepeated, subMessages, stringField, readF32, readF64, readI64, readU64, readI32,
+  Reader, readRepeated, subMessages, stringField, intField, readF32, readF64, readI64, readU64, readI32,
 };

@@ -78,7 +78,7 @@ test('model: graph interface, metadata and recurrent nodes in subgraphs', () => 
   assert.deepStrictEqual(m.inputs.map((i) => [i.name, i.dtype, i.shape]), [['x', 'float32', ['batch', 'T', 8]], ['h0', 'float32', [1, 'batch', 4]]]);
   assert.deepStrictEqual(m.outputs.map((o) => o.name), ['y']);
   assert.deepStrictEqual([...m.initializers], ['h0', 'w']);
-  assert.deepStrictEqual(m.recurrentNodes, [{ op: 'LSTM', name: 'rnn', direction: 'bidirectional', initialState: ['h0', ''] }]);
+  assert.deepStrictEqual(m.recurrentNodes, [{ op: 'LSTM', name: 'rnn', direction: 'bidirectional', layout: 0, initialState: ['h0', ''] }]);
   // y is the If's output, computed from its branch's output hn, computed from h0 (and x, w)
   assert.strictEqual(dependsOn(m.producers, 'y', new Set(['h0'])), true);
   assert.strictEqual(dependsOn(m.producers, 'hn', new Set(['x'])), true);
