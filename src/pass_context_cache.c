@@ -90,43 +90,130 @@ static const char *add_node(cache_job *j, const char *op, const char *what, cons
     return scope_queue_node(j->main_scope, j->before, node) ? node->output[0] : NULL;
 }
 
-/* Optional mode: zeros of size 1 but `frames` along time, expanded to X's
- * shape with `frames` along time. Returns the expanded value. */
-static const char *with_default(cache_job *j)
+/* A zero initializer named `name` of shape dims[rank]; false when out of
+ * memory (or the size overflows). */
+static bool add_zeros(cache_job *j, const char *name, const int64_t *dims, size_t rank)
 {
-    int64_t t = j->need->time_axis, frames = j->need->frames, dims[MAX_RANK];
     size_t count = 1;
-    for (int64_t i = 0; i < j->rank; i++) {
-        /* ONNX Runtime wants the input's fixed sizes; 1 broadcasts the others */
-        const dim_info *d = &j->dims[i];
-        dims[i] = i == t ? frames : d->known && !d->param ? d->value : 1;
-        if (dims[i] < 0 || !shape_element_count(dims, (size_t)i + 1, &count))
-            return NULL;
-    }
-    Onnx__TensorProto *zeros = tensor_shell_new(j->names[0], j->elem_type, dims, (size_t)j->rank);
+    if (!shape_element_count(dims, rank, &count))
+        return false;
+    Onnx__TensorProto *zeros = tensor_shell_new(name, j->elem_type, dims, rank);
     size_t bytes = dtype_size(j->elem_type) * count;
-    unsigned char *raw = zeros && bytes ? calloc(1, bytes) : NULL;
+    unsigned char *raw = zeros ? calloc(1, bytes ? bytes : 1) : NULL;
     if (!raw) {
         if (zeros)
             protobuf_c_message_free_unpacked(&zeros->base, NULL);
-        return NULL;
+        return false;
     }
     zeros->has_raw_data = true;
     zeros->raw_data = (ProtobufCBinaryData){ bytes, raw };
-    if (!scope_add_initializer(j->main_scope, zeros))
-        return NULL;
-    int64_t zero = 0, after = t + 1, end = INT64_MAX;
+    return scope_add_initializer(j->main_scope, zeros);
+}
+
+/* How the cache's default is built (optional mode). */
+typedef enum default_kind {
+    DEFAULT_FULL,   /* every dimension fixed: zeros of the cache's shape */
+    DEFAULT_EMPTY,  /* a dynamic batch (axis 0), the rest fixed: empty, completed at run time */
+    DEFAULT_EXPAND  /* other dynamic dimensions: size 1 there, expanded to X's */
+} default_kind;
+
+static default_kind default_kind_of(const cache_job *j)
+{
+    bool others_fixed = true;
+    for (int64_t i = 1; i < j->rank; i++)
+        others_fixed &= i == j->need->time_axis || (j->dims[i].known && !j->dims[i].param);
+    bool batch_fixed = j->dims[0].known && !j->dims[0].param;
+    return !others_fixed ? DEFAULT_EXPAND : batch_fixed ? DEFAULT_FULL : DEFAULT_EMPTY;
+}
+
+/* The cache's dimensions for its default: fixed ones as they are, `frames`
+ * along time, `batch` at axis 0 when it is dynamic, 1 where others are. */
+static void default_dims(const cache_job *j, int64_t batch, int64_t dims[MAX_RANK])
+{
+    for (int64_t i = 0; i < j->rank; i++) {
+        const dim_info *d = &j->dims[i];
+        dims[i] = i == j->need->time_axis ? j->need->frames
+                  : d->known && !d->param ? d->value
+                  : i == 0                ? batch
+                                          : 1;
+    }
+}
+
+/* X's shape with `frames` along time: the shape of a full cache. */
+static const char *cache_shape(cache_job *j, const char *first)
+{
+    int64_t t = j->need->time_axis, frames = j->need->frames, one = 1, after = t + 1,
+            end = INT64_MAX;
     const char *shape = add_node(j, "Shape", "shape", &j->x, 1, INT64_MIN);
-    const char *c0 = add_int64s(j, "start", &zero, 1), *ct = add_int64s(j, "time", &t, 1);
-    const char *c1 = add_int64s(j, "after", &after, 1), *ce = add_int64s(j, "end", &end, 1);
+    const char *c1 = add_int64s(j, "one", &one, 1), *ct = add_int64s(j, "time", &t, 1);
+    const char *ca = add_int64s(j, "after", &after, 1), *ce = add_int64s(j, "end", &end, 1);
     const char *cf = add_int64s(j, "frames", &frames, 1);
-    if (!shape || !c0 || !ct || !c1 || !ce || !cf)
+    if (!shape || !c1 || !ct || !ca || !ce || !cf)
         return NULL;
-    const char *head_in[] = { shape, c0, ct }, *tail_in[] = { shape, c1, ce };
-    const char *head = add_node(j, "Slice", "head", head_in, 3, INT64_MIN);
-    const char *tail = add_node(j, "Slice", "tail", tail_in, 3, INT64_MIN);
-    const char *parts[] = { head, cf, tail };
-    const char *full = head && tail ? add_node(j, "Concat", "cache_shape", parts, 3, 0) : NULL;
+    int64_t zero = 0;
+    const char *c0 = first ? NULL : add_int64s(j, "start", &zero, 1);
+    if (!first && !c0)
+        return NULL;
+    /* [first or X's axis 0] + X's axes 1 .. t-1 + [frames] + X's axes after t */
+    const char *head0_in[] = { shape, c0, c1 }, *mid_in[] = { shape, c1, ct },
+               *tail_in[] = { shape, ca, ce };
+    const char *head0 = first ? first : add_node(j, "Slice", "batch", head0_in, 3, INT64_MIN);
+    const char *mid = head0 ? add_node(j, "Slice", "middle", mid_in, 3, INT64_MIN) : NULL;
+    const char *tail = mid ? add_node(j, "Slice", "tail", tail_in, 3, INT64_MIN) : NULL;
+    const char *parts[] = { head0, mid, cf, tail };
+    return tail ? add_node(j, "Concat", "cache_shape", parts, 4, 0) : NULL;
+}
+
+/* DEFAULT_EMPTY: the default has batch 0; the node reads
+ *   Concat(cache, Expand(0, [batch(cache) == 0 ? B : 0, ..., frames, ...]), axis 0)
+ * so an absent cache is zeros at X's batch B, a cache fed with batch B is
+ * used as given, and one fed with another batch reaches the node with it,
+ * which the runtime refuses: never broadcast to every stream. */
+static const char *empty_default(cache_job *j)
+{
+    int64_t dims[MAX_RANK], zero = 0;
+    default_dims(j, 0, dims);
+    char *fill_name = fresh(j, "fill");
+    bool ok = fill_name && add_zeros(j, j->names[0], dims, (size_t)j->rank) &&
+              add_zeros(j, fill_name, dims, 0); /* a scalar zero of the cache's type */
+    const char *c0 = ok ? add_int64s(j, "batch_axis", &zero, 1) : NULL;
+    const char *xshape = c0 ? add_node(j, "Shape", "x_shape", &j->x, 1, INT64_MIN) : NULL;
+    const char *xb_in[] = { xshape, c0 };
+    const char *xb = xshape ? add_node(j, "Gather", "x_batch", xb_in, 2, INT64_MIN) : NULL;
+    const char *given = j->names[0];
+    const char *cshape = xb ? add_node(j, "Shape", "given_shape", &given, 1, INT64_MIN) : NULL;
+    const char *cb_in[] = { cshape, c0 };
+    const char *cb = cshape ? add_node(j, "Gather", "given_batch", cb_in, 2, INT64_MIN) : NULL;
+    const char *absent_in[] = { cb, c0 };
+    const char *absent = cb ? add_node(j, "Equal", "absent", absent_in, 2, INT64_MIN) : NULL;
+    const char *n_in[] = { absent, xb, c0 };
+    const char *n = absent ? add_node(j, "Where", "fill_batch", n_in, 3, INT64_MIN) : NULL;
+    const char *shape = n ? cache_shape(j, n) : NULL;
+    const char *filled_in[] = { fill_name, shape };
+    const char *filled = shape ? add_node(j, "Expand", "filled", filled_in, 2, INT64_MIN) : NULL;
+    const char *joined_in[] = { given, filled };
+    const char *result = filled ? add_node(j, "Concat", "or_default", joined_in, 2, 0) : NULL;
+    free(fill_name);
+    return result;
+}
+
+/* Optional mode: the cache's default, and the value the node reads in its
+ * place (the cache itself, or the cache completed at run time). */
+static const char *with_default(cache_job *j)
+{
+    int64_t dims[MAX_RANK];
+    default_dims(j, 1, dims);
+    switch (default_kind_of(j)) {
+    case DEFAULT_FULL:
+        return add_zeros(j, j->names[0], dims, (size_t)j->rank) ? j->names[0] : NULL;
+    case DEFAULT_EMPTY:
+        return empty_default(j);
+    default:
+        break;
+    }
+    /* ONNX Runtime wants the input's fixed sizes; 1 broadcasts the others */
+    const char *full = add_zeros(j, j->names[0], dims, (size_t)j->rank) ? cache_shape(j, NULL)
+                                                                        : NULL;
     const char *expand_in[] = { j->names[0], full };
     return full ? add_node(j, "Expand", "cache_full", expand_in, 2, INT64_MIN) : NULL;
 }
@@ -136,7 +223,14 @@ static bool declare_pair(cache_job *j)
     dim_info dims[MAX_RANK];
     memcpy(dims, j->dims, sizeof dims);
     dims[j->need->time_axis] = (dim_info){ .known = true, .value = j->need->frames };
+    /* an empty default (batch 0) declares the input's batch unnamed: an equal
+     * name would tell ONNX Runtime it is X's batch (state/defaults.c) */
+    dim_info batch = dims[0];
+    bool optional = j->ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
+    if (optional && default_kind_of(j) == DEFAULT_EMPTY)
+        dims[0] = (dim_info){ .known = false };
     Onnx__ValueInfoProto *in = value_info_new(j->names[0], j->elem_type, dims, (size_t)j->rank);
+    dims[0] = batch;
     Onnx__ValueInfoProto *out = value_info_new(j->names[1], j->elem_type, dims, (size_t)j->rank);
     bool ok = in && out;
     if (ok) {
@@ -149,7 +243,6 @@ static bool declare_pair(cache_job *j)
         protobuf_c_message_free_unpacked(&in->base, NULL);
     if (out)
         protobuf_c_message_free_unpacked(&out->base, NULL);
-    bool optional = j->ctx->options.state_inputs == RNNSTATE_STATE_INPUTS_OPTIONAL;
     int batch_axis = dims[0].param || !dims[0].known ? 0 : -1;
     report_add_pair(&j->ctx->report, j->names[0], j->names[1], dims, (size_t)j->rank,
                     j->elem_type, batch_axis, optional, true, RNNSTATE_PAIR_CONTEXT);

@@ -128,6 +128,8 @@ async function main(argv) {
       concatTime(ys), whole.y, c.atol);
   }
 
+  await contextCaches(ort, tool, strip, modelsDir, work);
+
   // float64: no ONNX Runtime kernel; the defaults keep the type
   const dbl = path.join(work, 'double_lstm.rewritten.onnx');
   const rep = JSON.parse(execFileSync(tool, [path.join(modelsDir, 'double_lstm.onnx'), '-o', dbl, '--json', '--check', '-q']));
@@ -139,6 +141,57 @@ async function main(argv) {
   }
   if (!process.exitCode) console.log('PASS double_lstm: float64 optional states with an unnamed batch');
   return process.exitCode || 0;
+}
+
+// The same for context caches (models/stream/pad_conv_gru.onnx: x [batch,
+// T, 8] -> F.pad + Conv1d -> GRU): absent caches are zeros at any batch, a
+// cache fed with another batch than x's is refused (the GRU's state fed
+// right), and chunks from the empty defaults, every pair fed back, equal
+// the whole sequence.
+async function contextCaches(ort, tool, strip, modelsDir, work) {
+  const file = 'stream/pad_conv_gru.onnx';
+  const original = path.join(modelsDir, file);
+  const base = path.join(work, 'pad_conv_gru');
+  const rewritten = `${base}.rewritten.onnx`, stripped = `${base}.stripped.onnx`;
+  const report = JSON.parse(execFileSync(tool, [original, '-o', rewritten, '--json', '--check', '-q']));
+  const pairs = report.models[0].state;
+  if (!pairs.some((p) => p.kind === 'context')) return fail(`${file}: no context pair in the report`);
+  execFileSync(strip, [rewritten, stripped, ...pairs.map((p) => p.input)]);
+  const o = await lib.createSession(ort, original);
+  const r = await lib.createSession(ort, rewritten);
+  const s = await lib.createSession(ort, stripped);
+  const x = (B, T, seed) => lib.makeInputs([{ name: 'x', dtype: 'float32', shape: [B, T, 8], fill: 'random' }], seed).x;
+  const stateOf = (p, B, value) => {
+    const t = lib.zerosTensor(p.dtype, p.shape.map((d, i) => (i === p.batch_axis ? B : d)));
+    t.data.fill(value);
+    return t;
+  };
+  for (const B of [1, 2, 3]) {
+    const xs = x(B, 7, B);
+    same(`${file}: no state fed at batch ${B} gives the original's y`,
+      (await lib.runSession(ort, r, { x: xs })).y, (await lib.runSession(ort, o, { x: xs })).y, 1e-5);
+  }
+  for (const p of pairs.filter((q) => q.kind === 'context')) {
+    const feeds = { x: x(2, 4, 5) };
+    for (const q of pairs) feeds[q.input] = stateOf(q, q === p ? 1 : 2, 0.5);
+    try {
+      await lib.runSession(ort, s, feeds);
+      fail(`${file}: a context cache ${p.input} of batch 1 with an input of batch 2 ran (a silent broadcast)`);
+    } catch (e) {
+      console.log(`PASS ${file}: a cache ${p.input} of batch 1 with an input of batch 2 is refused: ${String(e.message).split('\n')[0].slice(0, 140)}`);
+    }
+  }
+  const xs = x(2, 12, 9);
+  const whole = await lib.runSession(ort, r, { x: xs });
+  let state = Object.fromEntries(pairs.map((p) => [p.input, stateOf(p, 0, 0)]));
+  const ys = [];
+  for (const [start, end] of [[0, 5], [5, 6], [6, 12]]) {
+    const out = await lib.runSession(ort, s, { x: lib.sliceAxis(xs, 1, start, end), ...state });
+    ys.push(out.y);
+    state = Object.fromEntries(pairs.map((p) => [p.input, out[p.output]]));
+  }
+  same(`${file}: chunks 5+1+6 at batch 2 from the empty defaults, every pair fed back, equal the whole sequence`,
+    lib.concatAxis(ys, 1), whole.y, 1e-5);
 }
 
 main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (e) => {
