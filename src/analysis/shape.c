@@ -28,9 +28,23 @@ typedef struct dim_memo {
     dim_info dim; /* owns its param */
 } dim_memo;
 
+/* trace_axis_to_input's walks from a value and axis. A walk that went one
+ * way (each node followed at most one of its inputs, and no broadcast, whose
+ * choice depends on what its operands' walks find), was cut short by the
+ * depth bound and found no input, finds none from any deeper start either:
+ * it follows the same nodes and stops no later. dead_from is then 1 + the
+ * depth it was computed at (0: not known), and calls the budget it took
+ * then, at least what it takes from deeper. So a long chain is walked once,
+ * not once per layer. */
+typedef struct walk_memo {
+    int dead_from;
+    int calls;
+} walk_memo;
+
 typedef struct shape_memo {
     rank_memo rank;
     dim_memo dims[MEMO_AXES];
+    walk_memo walks[MEMO_AXES];
 } shape_memo;
 
 static void shape_memo_clear(void *entry)
@@ -153,6 +167,14 @@ typedef struct shape_query {
     int budget;
     const char *input;
     int64_t input_axis;
+    /* the walk's shape (see walk_memo): the walks the current node started,
+     * whether a node below it went more than one way, whether the budget
+     * ran out, how many inputs were found; `replayed`: the budget was
+     * charged a reused walk's upper bound (if it then runs out, the trace is
+     * done again without reuse, `no_reuse`) */
+    int children;
+    bool branched, starved, replayed, no_reuse;
+    unsigned found;
 } shape_query;
 
 static int64_t rank_of(shape_query *q, const scope *s, const char *value, int depth);
@@ -637,6 +659,7 @@ static bool through_broadcast(shape_query *q, const scope *s, const Onnx__NodePr
                               int64_t axis, int depth, dim_info *out)
 {
     int64_t out_rank = rank_of_broadcast(q, s, p, depth);
+    q->branched |= q->to_input; /* what it follows depends on what the walks find */
     if (out_rank < 0)
         return true;
     size_t ones = 0, operands = 0;
@@ -882,17 +905,51 @@ static bool dim_copy(dim_info *to, const dim_info *from)
 
 /* trace_axis_to_input's step: a main-graph input ends the walk, anything
  * else is followed through its producer. */
-static bool walk_to_input(shape_query *q, const scope *s, const char *value, const scope *o,
-                          const value_entry *e, int64_t axis, int depth, dim_info *out)
+static bool walk_step(shape_query *q, const scope *s, const char *value, const scope *o,
+                      const value_entry *e, int64_t axis, int depth, dim_info *out)
 {
-    if (--q->budget <= 0)
+    if (--q->budget <= 0) {
+        q->starved = true;
         return true;
+    }
     if (o->parent == NULL && e->graph_input >= 0 && e->initializer < 0) {
         q->input = e->name;
         q->input_axis = axis;
+        q->found++;
         return true;
     }
     return through_producer(q, s, value, axis, depth, out);
+}
+
+/* walk_step, reusing and recording dead walks (walk_memo). */
+static bool walk_to_input(shape_query *q, const scope *s, const char *value, const scope *o,
+                          const value_entry *e, int64_t axis, int depth, dim_info *out)
+{
+    shape_memo *vm = axis < MEMO_AXES ? shape_memo_of(o, e) : NULL;
+    walk_memo *w = vm ? &vm->walks[axis] : NULL;
+    if (w && !q->no_reuse && w->dead_from && depth + 1 >= w->dead_from) {
+        q->budget -= w->calls;
+        q->replayed = true;
+        q->cut = true;
+        return true;
+    }
+    int children = q->children, budget = q->budget;
+    bool branched = q->branched, starved = q->starved, cut = q->cut;
+    unsigned found = q->found;
+    q->children = 0;
+    q->branched = q->starved = q->cut = false;
+    bool ok = walk_step(q, s, value, o, e, axis, depth, out);
+    bool one_way = q->children <= 1 && !q->branched;
+    if (ok && w && one_way && q->cut && !q->starved && q->found == found && !out->known &&
+        budget - q->budget >= 0) {
+        w->dead_from = depth + 1;
+        w->calls = budget - q->budget;
+    }
+    q->children = children;
+    q->branched = branched || !one_way;
+    q->starved |= starved;
+    q->cut |= cut;
+    return ok;
 }
 
 /* Dimension `axis` of `value` into *out, which holds nothing known yet;
@@ -904,6 +961,7 @@ static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int6
     const value_entry *e = scope_lookup(s, value, &o);
     if (!e || axis < 0)
         return true;
+    q->children += q->to_input;
     if (depth > MAX_TRACE_DEPTH) {
         q->cut = true;
         return true;
@@ -939,6 +997,11 @@ bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const 
     dim_info unused = { 0 };
     bool ok = infer_dim_at(&q, s, value, axis, 0, &unused);
     dim_info_clear(&unused);
+    if (q.replayed && q.starved) { /* a reused walk's bound ran the budget out: the real way */
+        q = (shape_query){ .to_input = true, .budget = 10000, .no_reuse = true };
+        ok = infer_dim_at(&q, s, value, axis, 0, &unused);
+        dim_info_clear(&unused);
+    }
     *input = ok ? q.input : NULL;
     *input_axis = ok && q.input ? q.input_axis : -1;
     return ok;
