@@ -24,27 +24,21 @@ typedef struct rank_memo {
 typedef struct dim_memo {
     unsigned char state;
     bool cut;
+    /* trace_axis_to_input's walk from this value and axis: a walk that went
+     * one way (each node followed at most one of its inputs, and no
+     * broadcast, whose choice depends on what its operands' walks find), was
+     * cut short by the depth bound and found no input finds none from any
+     * deeper start either: it follows the same nodes and stops no later, one
+     * node per depth. walk_dead is then 1 + the depth it was computed at (0:
+     * not known). So a long chain is walked once, not once per layer. */
+    unsigned char walk_dead;
     int depth;
     dim_info dim; /* owns its param */
 } dim_memo;
 
-/* trace_axis_to_input's walks from a value and axis. A walk that went one
- * way (each node followed at most one of its inputs, and no broadcast, whose
- * choice depends on what its operands' walks find), was cut short by the
- * depth bound and found no input, finds none from any deeper start either:
- * it follows the same nodes and stops no later. dead_from is then 1 + the
- * depth it was computed at (0: not known), and calls the budget it took
- * then, at least what it takes from deeper. So a long chain is walked once,
- * not once per layer. */
-typedef struct walk_memo {
-    int dead_from;
-    int calls;
-} walk_memo;
-
 typedef struct shape_memo {
     rank_memo rank;
     dim_memo dims[MEMO_AXES];
-    walk_memo walks[MEMO_AXES];
 } shape_memo;
 
 static void shape_memo_clear(void *entry)
@@ -160,18 +154,18 @@ static const char *const reduce_ops[] = { "ReduceMax", "ReduceMin", "ReduceMean"
 typedef struct shape_query {
     bool cut; /* an answer was cut short by MAX_TRACE_DEPTH */
     /* trace_axis_to_input: walk past declared shapes to a main-graph input,
-     * and record which of its axes the traced dimension is. Those walks are
-     * not memoized (their answer is not a dimension); a step budget bounds
-     * each. */
+     * and record which of its axes the traced dimension is. Their answer
+     * is not a dimension: only the walks that find nothing are remembered
+     * (dim_memo.walk_dead); a step budget bounds each. */
     bool to_input;
     int budget;
     const char *input;
     int64_t input_axis;
-    /* the walk's shape (see walk_memo): the walks the current node started,
+    /* the walk's shape (see dim_memo.walk_dead): the walks the current node started,
      * whether a node below it went more than one way, whether the budget
      * ran out, how many inputs were found; `replayed`: the budget was
-     * charged a reused walk's upper bound (if it then runs out, the trace is
-     * done again without reuse, `no_reuse`) */
+     * charged a reused walk's upper bound, one step per depth left (if it
+     * then runs out, the trace is done again without reuse, `no_reuse`) */
     int children;
     bool branched, starved, replayed, no_reuse;
     unsigned found;
@@ -926,25 +920,22 @@ static bool walk_to_input(shape_query *q, const scope *s, const char *value, con
                           const value_entry *e, int64_t axis, int depth, dim_info *out)
 {
     shape_memo *vm = axis < MEMO_AXES ? shape_memo_of(o, e) : NULL;
-    walk_memo *w = vm ? &vm->walks[axis] : NULL;
-    if (w && !q->no_reuse && w->dead_from && depth + 1 >= w->dead_from) {
-        q->budget -= w->calls;
+    dim_memo *w = vm ? &vm->dims[axis] : NULL;
+    if (w && !q->no_reuse && w->walk_dead && depth + 1 >= w->walk_dead) {
+        q->budget -= MAX_TRACE_DEPTH + 1 - depth;
         q->replayed = true;
         q->cut = true;
         return true;
     }
-    int children = q->children, budget = q->budget;
+    int children = q->children;
     bool branched = q->branched, starved = q->starved, cut = q->cut;
     unsigned found = q->found;
     q->children = 0;
     q->branched = q->starved = q->cut = false;
     bool ok = walk_step(q, s, value, o, e, axis, depth, out);
     bool one_way = q->children <= 1 && !q->branched;
-    if (ok && w && one_way && q->cut && !q->starved && q->found == found && !out->known &&
-        budget - q->budget >= 0) {
-        w->dead_from = depth + 1;
-        w->calls = budget - q->budget;
-    }
+    if (ok && w && one_way && q->cut && !q->starved && q->found == found && !out->known)
+        w->walk_dead = (unsigned char)(depth + 1);
     q->children = children;
     q->branched = branched || !one_way;
     q->starved |= starved;
