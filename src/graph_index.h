@@ -52,6 +52,11 @@ typedef struct graph_index {
      * is: "graph input", "initializer", "value produced", "graph output". */
     const char *duplicate;
     const char *duplicate_kind;
+    /* The name graph_index_find() found last (the map's copy) and its
+     * value: the analyses ask for the same value several times in a row,
+     * and comparing it costs less than hashing it again. */
+    const char *recent_name;
+    int recent_at;
     /* The analyses' answers memoized per value of this index, one table per
      * analysis (analysis/memo.h); freed with memo_free[] when the index is
      * rebuilt or freed, so they never outlive the graph they describe. */
