@@ -29,7 +29,9 @@ typedef struct value_entry {
 
 /* The analyses that keep answers per value of an index, one slot each. */
 typedef enum graph_index_memo_slot {
-    MEMO_SLOT_SHAPE,  /* analysis/shape.c: ranks and dimensions */
+    MEMO_SLOT_SHAPE,  /* analysis/shape.c: dimensions */
+    MEMO_SLOT_RANK,   /* analysis/shape.c: ranks (asked of far more values than
+                         dimensions: 16 bytes each, not a dimension entry) */
     MEMO_SLOT_STATE,  /* state/trace.c: uniform constants, outputs reached */
     MEMO_SLOT_STREAM, /* analysis/stream.c: where the time axis is */
     GRAPH_INDEX_MEMOS

@@ -37,7 +37,6 @@ typedef struct dim_memo {
 } dim_memo;
 
 typedef struct shape_memo {
-    rank_memo rank;
     dim_memo dims[MEMO_AXES];
 } shape_memo;
 
@@ -51,6 +50,11 @@ static void shape_memo_clear(void *entry)
 static shape_memo *shape_memo_of(const scope *o, const value_entry *e)
 {
     return memo_entry(o, e, MEMO_SLOT_SHAPE, sizeof(shape_memo), shape_memo_clear);
+}
+
+static rank_memo *rank_memo_of(const scope *o, const value_entry *e)
+{
+    return memo_entry(o, e, MEMO_SLOT_RANK, sizeof(rank_memo), NULL);
 }
 
 const Onnx__NodeProto *value_producer(const scope *s, const char *value, const scope **owner)
@@ -442,8 +446,7 @@ static int64_t rank_of(shape_query *q, const scope *s, const char *value, int de
         q->cut = true;
         return -1;
     }
-    shape_memo *vm = shape_memo_of(o, e);
-    rank_memo *m = vm ? &vm->rank : NULL;
+    rank_memo *m = rank_memo_of(o, e);
     if (m && m->state == MEMO_BUSY)
         return -1; /* a cycle */
     if (m && memo_reusable(m->state, m->cut, m->depth, depth)) {
