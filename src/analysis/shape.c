@@ -25,11 +25,13 @@ typedef struct dim_memo {
     unsigned char state;
     bool cut;
     /* trace_axis_to_input's walk from this value and axis: a walk that went
-     * one way (each node followed at most one of its inputs, and no
-     * broadcast, whose choice depends on what its operands' walks find), was
-     * cut short by the depth bound and found no input finds none from any
-     * deeper start either: it follows the same nodes and stops no later, one
-     * node per depth. walk_dead is then 1 + the depth it was computed at (0:
+     * one way (each node followed at most one of its inputs; no broadcast,
+     * whose choice depends on what its operands' walks find, and no Reshape
+     * whose shape is followed through other queries), was cut short by the
+     * depth bound (its own, not a rank's: a rank cut short may later be
+     * computed again, differently) and found no input finds none from any
+     * deeper start either: it follows the same nodes, whose ranks are
+     * memoized for good, and stops no later, one node per depth. walk_dead is then 1 + the depth it was computed at (0:
      * not known). So a long chain is walked once, not once per layer. */
     unsigned char walk_dead;
     int depth;
@@ -173,6 +175,10 @@ typedef struct shape_query {
     int children;
     bool branched, starved, replayed, no_reuse;
     unsigned found;
+    /* a rank memoized as cut short by the depth bound was used: a later
+     * query from nearer may compute it again, differently, so a walk that
+     * used it is not remembered as dead */
+    bool rank_cut;
 } shape_query;
 
 static int64_t rank_of(shape_query *q, const scope *s, const char *value, int depth);
@@ -443,7 +449,7 @@ static int64_t rank_of(shape_query *q, const scope *s, const char *value, int de
     if (!e)
         return -1;
     if (depth > MAX_TRACE_DEPTH) {
-        q->cut = true;
+        q->cut = true; /* from deeper, cut as well: not a rank_cut */
         return -1;
     }
     rank_memo *m = rank_memo_of(o, e);
@@ -451,6 +457,7 @@ static int64_t rank_of(shape_query *q, const scope *s, const char *value, int de
         return -1; /* a cycle */
     if (m && memo_reusable(m->state, m->cut, m->depth, depth)) {
         q->cut |= m->cut;
+        q->rank_cut |= m->cut;
         return m->rank;
     }
     if (m)
@@ -458,6 +465,7 @@ static int64_t rank_of(shape_query *q, const scope *s, const char *value, int de
     bool outer_cut = q->cut;
     q->cut = false;
     int64_t rank = compute_rank(q, s, value, o, e, depth);
+    q->rank_cut |= q->cut;
     if (m)
         *m = (rank_memo){ .state = MEMO_DONE, .cut = q->cut, .depth = depth, .rank = rank };
     q->cut |= outer_cut;
@@ -594,6 +602,7 @@ static bool through_reshape(shape_query *q, const scope *s, const Onnx__NodeProt
     const scope *ys;
     const char *y;
     int64_t j;
+    q->branched |= q->to_input; /* the way depends on other queries' answers: not remembered */
     if (p->n_input > 1 && shape_entry_source(s, node_input(p, 1), axis, &ys, &y, &j))
         return infer_dim_at(q, ys, y, j, depth + 1, out);
     int64_t *shape = NULL;
@@ -931,18 +940,20 @@ static bool walk_to_input(shape_query *q, const scope *s, const char *value, con
         return true;
     }
     int children = q->children;
-    bool branched = q->branched, starved = q->starved, cut = q->cut;
+    bool branched = q->branched, starved = q->starved, cut = q->cut, rank_cut = q->rank_cut;
     unsigned found = q->found;
     q->children = 0;
-    q->branched = q->starved = q->cut = false;
+    q->branched = q->starved = q->cut = q->rank_cut = false;
     bool ok = walk_step(q, s, value, o, e, axis, depth, out);
     bool one_way = q->children <= 1 && !q->branched;
-    if (ok && w && one_way && q->cut && !q->starved && q->found == found && !out->known)
+    if (ok && w && one_way && q->cut && !q->rank_cut && !q->starved && q->found == found &&
+        !out->known)
         w->walk_dead = (unsigned char)(depth + 1);
     q->children = children;
     q->branched = branched || !one_way;
     q->starved |= starved;
     q->cut |= cut;
+    q->rank_cut |= rank_cut;
     return ok;
 }
 
