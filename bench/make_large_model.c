@@ -5,6 +5,10 @@
  *   make_large_model --small-grus OUT.onnx COUNT
  *   make_large_model --chain OUT.onnx NODES
  *   make_large_model --chain-exposed OUT.onnx NODES
+ *   make_large_model --gru-chain OUT.onnx COUNT
+ *   make_large_model --vi-grus OUT.onnx COUNT
+ *   make_large_model --lstm-chain OUT.onnx NODES
+ *   make_large_model --ifs OUT.onnx COUNT
  *
  * The graph is what torch.onnx.export (PyTorch 1.13, opset 14, dynamic axes)
  * emits for nn.LSTM(H, H, num_layers=L) called without a state:
@@ -35,6 +39,15 @@
  * Relu nodes into a GRU whose initial_h is one Identity of the zero
  * constant; the GRU is exposed and the Identity removed, so the graph is
  * also indexed again after the state pass and its names collected.
+ *
+ * The shapes of issue 24, all on x [T, 2, 8] with hidden 8: --gru-chain,
+ * COUNT GRUs in a chain (x -> GRU -> Squeeze -> GRU -> ...), each with its
+ * own W, R and B initializers; --vi-grus, the same chain sharing one W, R and
+ * B, with a value_info for every GRU's Y and every Squeeze's output;
+ * --lstm-chain, NODES nodes: two LSTMs (each followed by a Squeeze), then
+ * alternating Add(v, bias) and Identity; --ifs, a GRU and a Squeeze, then
+ * COUNT If nodes in a chain, each choosing on the graph input `cond` between
+ * an Identity and a Relu of the previous value (two one-node branches).
  *
  * The protobuf wire format is written by hand and the weights are streamed to
  * disk in 1 MiB chunks: memory use does not depend on the model's size. Every
@@ -515,17 +528,192 @@ static void build_chain(buf *graph, int64_t nodes, int64_t identities)
     *graph = g;
 }
 
+/* A GRU of hidden 8 reading x and its own (or shared) W, R, B; y its Y. */
+static void gru8(buf *g, const char *name, const char *x, const char *w, const char *r,
+                 const char *b, const char *y)
+{
+    node_args n = { .op = "GRU", .name = name, .in = { x, w, r, b }, .out = { y } };
+    attr_int(&n, "hidden_size", 8);
+    node(g, &n);
+}
+
+/* Squeeze(in, axes) -> out (opset 13+: the axes are an input). */
+static void squeeze(buf *g, const char *name, const char *in, const char *axes, const char *out)
+{
+    node(g, &(node_args){ .op = "Squeeze", .name = name, .in = { in, axes }, .out = { out } });
+}
+
+static void axes_initializer(buf *g)
+{
+    const int64_t one = 1, d[1] = { 1 };
+    buf t = { 0 };
+    tensor(&t, "axes1", INT64, d, 1, &one, sizeof one);
+    put_msg(g, 5, &t);
+}
+
+/* x [T, 2, 8] -> COUNT x (GRU -> Squeeze) -> y; every GRU with its own W, R
+ * and B when `own`, else sharing one set; with `vi`, a value_info for every
+ * GRU's Y and every Squeeze's output. */
+static void build_gru_chain(buf *graph, int64_t count, int own, int vi)
+{
+    buf g = { 0 };
+    const int64_t wd[3] = { 1, 24, 8 }, bd[2] = { 1, 48 };
+    const int64_t x_dims[3] = { -1, 2, 8 }, y_dims[4] = { -1, 1, 2, 8 };
+    const char *const syms[4] = { "T", NULL, NULL, NULL };
+    axes_initializer(&g);
+    if (!own) {
+        small_initializer(&g, "W", wd, 3, 0);
+        small_initializer(&g, "R", wd, 3, 0);
+        small_initializer(&g, "B", bd, 2, 0);
+    }
+    char in[32] = "x";
+    for (int64_t i = 0; i < count; i++) {
+        char name[32], y[32], s[32], w[32] = "W", r[32] = "R", b[32] = "B";
+        if (own) {
+            snprintf(w, sizeof w, "W%" PRId64, i);
+            snprintf(r, sizeof r, "R%" PRId64, i);
+            snprintf(b, sizeof b, "B%" PRId64, i);
+            small_initializer(&g, w, wd, 3, 0);
+            small_initializer(&g, r, wd, 3, 0);
+            small_initializer(&g, b, bd, 2, 0);
+        }
+        snprintf(name, sizeof name, "gru_%" PRId64, i);
+        snprintf(y, sizeof y, "y_%" PRId64, i);
+        snprintf(s, sizeof s, "s_%" PRId64, i);
+        gru8(&g, name, in, w, r, b, y);
+        snprintf(name, sizeof name, "sq_%" PRId64, i);
+        squeeze(&g, name, y, "axes1", s);
+        if (vi) {
+            value_info(&g, 13, y, y_dims, syms, 4);
+            value_info(&g, 13, s, x_dims, syms, 3);
+        }
+        snprintf(in, sizeof in, "%s", s);
+    }
+    put_str(&g, 2, "main_graph");
+    value_info(&g, 11, "x", x_dims, syms, 3);
+    value_info(&g, 12, in, x_dims, syms, 3);
+    *graph = g;
+}
+
+/* x [T, 2, 8] -> LSTM -> Squeeze -> LSTM -> Squeeze, then NODES - 4 nodes
+ * alternating Add(v, bias) and Identity -> y. */
+static void build_lstm_chain(buf *graph, int64_t nodes)
+{
+    buf g = { 0 };
+    const int64_t wd[3] = { 1, 32, 8 }, bd[2] = { 1, 64 }, biasd[1] = { 8 };
+    const int64_t x_dims[3] = { -1, 2, 8 };
+    const char *const syms[3] = { "T", NULL, NULL };
+    axes_initializer(&g);
+    small_initializer(&g, "W", wd, 3, 0);
+    small_initializer(&g, "R", wd, 3, 0);
+    small_initializer(&g, "B", bd, 2, 0);
+    small_initializer(&g, "bias", biasd, 1, 0);
+    char in[32] = "x", out[32];
+    for (int i = 0; i < 2; i++) {
+        char name[32], y[32];
+        snprintf(name, sizeof name, "lstm_%d", i);
+        snprintf(y, sizeof y, "ly_%d", i);
+        node_args n = { .op = "LSTM", .name = name, .in = { in, "W", "R", "B" }, .out = { y } };
+        attr_int(&n, "hidden_size", 8);
+        node(&g, &n);
+        snprintf(name, sizeof name, "lsq_%d", i);
+        snprintf(out, sizeof out, "ls_%d", i);
+        squeeze(&g, name, y, "axes1", out);
+        snprintf(in, sizeof in, "%s", out);
+    }
+    for (int64_t i = 0; i + 4 < nodes; i++) {
+        snprintf(out, sizeof out, "v%" PRId64, i);
+        if (i % 2 == 0)
+            node(&g, &(node_args){ .op = "Add", .name = out, .in = { in, "bias" }, .out = { out } });
+        else
+            node(&g, &(node_args){ .op = "Identity", .name = out, .in = { in }, .out = { out } });
+        snprintf(in, sizeof in, "%s", out);
+    }
+    put_str(&g, 2, "main_graph");
+    value_info(&g, 11, "x", x_dims, syms, 3);
+    value_info(&g, 12, in, x_dims, syms, 3);
+    *graph = g;
+}
+
+/* A branch graph: one node `op` of the outer value `in` -> out, its output. */
+static void branch(buf *attr_graph, const char *name, const char *op, const char *in,
+                   const char *out)
+{
+    buf b = { 0 };
+    node(&b, &(node_args){ .op = op, .name = name, .in = { in }, .out = { out } });
+    put_str(&b, 2, name);
+    buf vi = { 0 };
+    put_str(&vi, 1, out);
+    put_msg(&b, 12, &vi);
+    put_msg(attr_graph, 6, &b);
+}
+
+/* x [T, 2, 8] -> GRU -> Squeeze -> COUNT If nodes in a chain, each choosing on
+ * the graph input `cond` between Identity and Relu of the previous value. */
+static void build_ifs(buf *graph, int64_t count)
+{
+    buf g = { 0 };
+    const int64_t wd[3] = { 1, 24, 8 }, bd[2] = { 1, 48 };
+    const int64_t x_dims[3] = { -1, 2, 8 };
+    const char *const syms[3] = { "T", NULL, NULL };
+    axes_initializer(&g);
+    small_initializer(&g, "W", wd, 3, 0);
+    small_initializer(&g, "R", wd, 3, 0);
+    small_initializer(&g, "B", bd, 2, 0);
+    gru8(&g, "gru", "x", "W", "R", "B", "gy");
+    squeeze(&g, "gsq", "gy", "axes1", "gs");
+    char in[32] = "gs";
+    for (int64_t i = 0; i < count; i++) {
+        char name[32], out[32], t[32], e[32];
+        snprintf(name, sizeof name, "if_%" PRId64, i);
+        snprintf(out, sizeof out, "v%" PRId64, i);
+        snprintf(t, sizeof t, "t%" PRId64, i);
+        snprintf(e, sizeof e, "e%" PRId64, i);
+        node_args n = { .op = "If", .name = name, .in = { "cond" }, .out = { out } };
+        buf *a = &n.attrs[n.n_attrs++];
+        put_str(a, 1, "then_branch");
+        branch(a, t, "Identity", in, t);
+        put_int(a, 20, 5); /* GRAPH */
+        a = &n.attrs[n.n_attrs++];
+        put_str(a, 1, "else_branch");
+        branch(a, e, "Relu", in, e);
+        put_int(a, 20, 5);
+        node(&g, &n);
+        snprintf(in, sizeof in, "%s", out);
+    }
+    put_str(&g, 2, "main_graph");
+    value_info(&g, 11, "x", x_dims, syms, 3);
+    buf cond = { 0 }, tt = { 0 }, type = { 0 }, shape = { 0 };
+    put_int(&tt, 1, 9); /* BOOL */
+    put_msg(&tt, 2, &shape);
+    put_msg(&type, 1, &tt);
+    put_str(&cond, 1, "cond");
+    put_msg(&cond, 2, &type);
+    put_msg(&g, 11, &cond);
+    value_info(&g, 12, in, x_dims, syms, 3);
+    *graph = g;
+}
+
 int main(int argc, char **argv)
 {
+    static const char *const modes[] = { "--gru-chain", "--vi-grus", "--lstm-chain", "--ifs" };
+    int extra = -1;
+    for (int i = 0; argc == 4 && i < 4; i++)
+        if (!strcmp(argv[1], modes[i]))
+            extra = i;
     int grus = argc == 5 && !strcmp(argv[1], "--grus");
     int chain = argc == 4 && (!strcmp(argv[1], "--chain") || !strcmp(argv[1], "--chain-exposed"));
-    int small = chain || (argc == 4 && !strcmp(argv[1], "--small-grus"));
+    int small = extra >= 0 || chain || (argc == 4 && !strcmp(argv[1], "--small-grus"));
     if (argc != 4 && !grus && !small) {
         fprintf(stderr, "usage: make_large_model OUT.onnx LAYERS HIDDEN\n"
                         "       make_large_model --grus OUT.onnx COUNT HIDDEN\n"
                         "       make_large_model --small-grus OUT.onnx COUNT\n"
                         "       make_large_model --chain OUT.onnx NODES\n"
-                        "       make_large_model --chain-exposed OUT.onnx NODES\n");
+                        "       make_large_model --chain-exposed OUT.onnx NODES\n"
+                        "       make_large_model --gru-chain OUT.onnx COUNT\n"
+                        "       make_large_model --vi-grus OUT.onnx COUNT\n"
+                        "       make_large_model --lstm-chain OUT.onnx NODES\n"
+                        "       make_large_model --ifs OUT.onnx COUNT\n");
         return 2;
     }
     int shift = grus || small;
@@ -538,7 +726,13 @@ int main(int argc, char **argv)
     int64_t n_inits = small ? 0 : grus ? 2 * L : 3 * L;
     buf g;
     init_spec *inits = NULL;
-    if (chain)
+    if (extra == 0 || extra == 1)
+        build_gru_chain(&g, L, extra == 0, extra == 1);
+    else if (extra == 2)
+        build_lstm_chain(&g, L);
+    else if (extra == 3)
+        build_ifs(&g, L);
+    else if (chain)
         build_chain(&g, L, !strcmp(argv[1], "--chain") ? L / 2 : 1);
     else if (small)
         build_small_grus(&g, L);

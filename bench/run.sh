@@ -6,7 +6,9 @@
 #
 #   bash bench/run.sh [--sizes 128M,512M,1G] [--hidden 2048] [--banks 6000,15000]
 #                     [--grus 12500,50000] [--chain 250000,1000000] [--batch 1000]
-#                     [--dir DIR] [--keep]
+#                     [--gru-chain 12500,50000] [--lstm-chain 250000,1000000]
+#                     [--ifs 10000,40000] [--vi-grus 10000,40000] [--dir DIR] [--keep]
+# An empty list skips its workload (--sizes '' --banks '' ... --batch 0).
 #
 # Needs cc, cmake, protoc-c/libprotobuf-c (as for the project) and GNU time at
 # /usr/bin/time (Debian: apt-get install -y time). The Python column needs
@@ -20,12 +22,17 @@ banks=6000,15000        # GRUs with their own 64 KiB W and R: large-tensor count
 small_grus=12500,50000  # small GRUs side by side: recurrent-node count
 chain=250000,1000000    # nodes in a chain: graph size
 batch=1000              # small models in one directory, for -j
+# the shapes of issue 24
+gru_chain=12500,50000   # chained GRUs, each with its own W, R, B
+lstm_chain=250000,1000000 # two LSTMs, then alternating Add/Identity: nodes
+ifs=10000,40000         # a chain of If nodes with one-node branches
+vi_grus=10000,40000     # chained GRUs with a value_info for every value
 base=${TMPDIR:-/tmp}
 keep=0
 reps=5       # rounds for the large LSTMs (issue 11 asks for the median of 5)
 graph_reps=5 # rounds for the graphs: short runs, more noise
 batch_reps=9 # rounds for the batch: a tenth of a second each, the noisiest
-usage() { sed -n '2,14s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,17s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --sizes) sizes=$2; shift 2 ;;
@@ -40,6 +47,14 @@ while [ $# -gt 0 ]; do
     --chain=*) chain=${1#*=}; shift ;;
     --batch) batch=$2; shift 2 ;;
     --batch=*) batch=${1#*=}; shift ;;
+    --gru-chain) gru_chain=$2; shift 2 ;;
+    --gru-chain=*) gru_chain=${1#*=}; shift ;;
+    --lstm-chain) lstm_chain=$2; shift 2 ;;
+    --lstm-chain=*) lstm_chain=${1#*=}; shift ;;
+    --ifs) ifs=$2; shift 2 ;;
+    --ifs=*) ifs=${1#*=}; shift ;;
+    --vi-grus) vi_grus=$2; shift 2 ;;
+    --vi-grus=*) vi_grus=${1#*=}; shift ;;
     --dir) base=$2; shift 2 ;;
     --dir=*) base=${1#*=}; shift ;;
     --keep) keep=1; shift ;;
@@ -298,8 +313,8 @@ measure_graph() {
   rm -f "$work/out.cat" "$work/out.python.onnx" "$work/out.rewrite.onnx"
   g_cat=$(med_time cat) g_rw=$(med_time rw) g_rw_cpu=$(med_cpu rw) g_kb=$(med_kb rw)
   g_rw_user=$(med_user rw) g_rw_min=$(min_time rw) g_cat_min=$(min_time cat)
-  g_py=- g_py_cpu=-
-  if [ "$python_ok" = 1 ]; then g_py=$(med_time py) g_py_cpu=$(med_cpu py); fi
+  g_py=- g_py_cpu=- g_py_kb=-
+  if [ "$python_ok" = 1 ]; then g_py=$(med_time py) g_py_cpu=$(med_cpu py) g_py_kb=$(med_kb py); fi
 }
 graph_rows=()
 # graph_row LABEL N BYTES: one line of the graph table from measure_graph
@@ -314,7 +329,7 @@ file_size() { stat -c %s "$1"; }
 # series NAME LABEL LIST MODE [ARG]: for each N in the comma-separated LIST,
 # a model from `make_large_model MODE FILE N [ARG]`, measured; the results
 # go to rw_of, cat_of and py_of under "NAME:N", and N to NAME_list.
-declare -A rw_of cat_of py_of user_of rwmin_of catmin_of
+declare -A rw_of cat_of py_of user_of rwmin_of catmin_of kb_of pykb_of bytes_of
 series() {
   local name=$1 label=$2 list=$3 mode=$4 n in; shift 4
   local -n ns=${name}_list
@@ -327,6 +342,7 @@ series() {
     graph_row "$label" "$n" "$(file_size "$in")"
     rw_of[$name:$n]=$g_rw cat_of[$name:$n]=$g_cat py_of[$name:$n]=$g_py user_of[$name:$n]=$g_rw_user
     rwmin_of[$name:$n]=$g_rw_min catmin_of[$name:$n]=$g_cat_min
+    kb_of[$name:$n]=$g_kb pykb_of[$name:$n]=$g_py_kb bytes_of[$name:$n]=$(file_size "$in")
     rm -f "$in"
   done
 }
@@ -335,6 +351,12 @@ series bank "GRUs, 64 KiB weights" "$banks" --grus 74
 series grus "small GRUs" "$small_grus" --small-grus
 series chain "chain (nodes)" "$chain" --chain
 series exposed "chain, state exposed" "$chain" --chain-exposed
+# issue 24: the shapes real models have
+gchain_list=() lchain_list=() ifs_list=() vigru_list=()
+series gchain "GRU chain, own weights" "$gru_chain" --gru-chain
+series lchain "Add/Identity chain" "$lstm_chain" --lstm-chain
+series ifs "If nodes" "$ifs" --ifs
+series vigru "GRU chain, value_info" "$vi_grus" --vi-grus
 
 # ---- 3. many small models: -j 2 against -j 1 ------------------------------------
 batch_serial=- batch_parallel=- batch_processes=- create_serial=- create_parallel=-
@@ -386,6 +408,24 @@ echo
 echo "Graphs (rw without fsync, like cat and Python; cpu: user + system seconds of the rewrite)"
 printf '%-22s %9s %6s %6s %7s %6s %7s %8s %7s %7s\n' workload N MiB "cat s" "rw s" "x cat" "rw cpu" "rw MB" "py s" "rw/py"
 printf '%s\n' "${graph_rows[@]}"
+mem_rows=()
+for name in gchain lchain ifs vigru; do
+  local_list="${name}_list[@]"
+  for n in "${!local_list}"; do
+    mem_rows+=("$(printf '%-22s %9s %7s %8s %8s %7s %8s' "$name" "$n" \
+      "$(awk -v b="${bytes_of[$name:$n]}" 'BEGIN {printf "%.1f", b / 1048576}')" \
+      "$(awk -v k="${kb_of[$name:$n]}" 'BEGIN {printf "%.1f", k / 1024}')" \
+      "$([ "${pykb_of[$name:$n]}" = - ] && echo - || awk -v k="${pykb_of[$name:$n]}" 'BEGIN {printf "%.1f", k / 1024}')" \
+      "$([ "${pykb_of[$name:$n]}" = - ] && echo - || ratio "${kb_of[$name:$n]}" "${pykb_of[$name:$n]}")" \
+      "$(awk -v k="${kb_of[$name:$n]}" -v b="${bytes_of[$name:$n]}" 'BEGIN {printf "%.1f", k * 1024 / b}')")")
+  done
+done
+if [ "${#mem_rows[@]}" -gt 0 ]; then
+  echo
+  echo "Peak memory (issue 24 shapes; medians): the rewrite's against Python's and against the model's size"
+  printf '%-22s %9s %7s %8s %8s %7s %8s\n' workload N MiB "rw MB" "py MB" "rw/py" "rw/model"
+  printf '%s\n' "${mem_rows[@]}"
+fi
 if [ "$batch" -gt 0 ]; then
   echo
   echo "$batch small models in one directory: -j 1 ${batch_serial} s, -j 2 ${batch_parallel} s ($(ratio "$batch_parallel" "$batch_serial")x)"
@@ -419,7 +459,9 @@ done
 if [ "$python_ok" = 1 ]; then
   for name in grus chain exposed; do
     local_list="${name}_list[@]"
-    for n in "${!local_list}"; do :; done # the largest: the last
+    ns=("${!local_list}")
+    [ "${#ns[@]}" -gt 0 ] || continue
+    n=${ns[$((${#ns[@]} - 1))]} # the largest: the last
     case $name in
       grus) what="$n small GRUs" ;;
       chain) what="$n-node chain" ;;
@@ -429,6 +471,37 @@ if [ "$python_ok" = 1 ]; then
     target "$what <= 0.5x Python" "$(verdict le "$r" 0.5)" "${r}x"
   done
 fi
+# issue 24: time <= 0.3x Python's; memory <= 0.5x Python's (the chains) or
+# <= 10x the model's size (If nodes, value_info'd GRUs)
+for name in gchain lchain ifs vigru; do
+  local_list="${name}_list[@]"
+  ns=("${!local_list}")
+  [ "${#ns[@]}" -gt 0 ] || continue
+  case $name in
+    gchain) sel=("${ns[@]}") what="chained GRUs, own weights" ;;
+    lchain) sel=("${ns[$((${#ns[@]} - 1))]}") what="node Add/Identity chain after two LSTMs" ;;
+    ifs) sel=("${ns[$((${#ns[@]} - 1))]}") what="If nodes" ;;
+    *) sel=("${ns[$((${#ns[@]} - 1))]}") what="value_info'd GRUs" ;;
+  esac
+  for n in "${sel[@]}"; do
+    if [ "$python_ok" = 1 ]; then
+      r=$(ratio "${rw_of[$name:$n]}" "${py_of[$name:$n]}")
+      target "$n $what <= 0.3x Python" "$(verdict le "$r" 0.3)" "${r}x"
+    fi
+    case $name in
+      gchain|lchain)
+        if [ "$python_ok" = 1 ]; then
+          r=$(ratio "${kb_of[$name:$n]}" "${pykb_of[$name:$n]}")
+          target "$n $what, peak memory <= 0.5x Python's" "$(verdict le "$r" 0.5)" \
+            "${r}x ($((${kb_of[$name:$n]} / 1024)) MB against $((${pykb_of[$name:$n]} / 1024)) MB)"
+        fi ;;
+      *)
+        r=$(awk -v k="${kb_of[$name:$n]}" -v b="${bytes_of[$name:$n]}" 'BEGIN {printf "%.2f", k * 1024 / b}')
+        target "$n $what, peak memory <= 10x the model" "$(verdict le "$r" 10)" \
+          "${r}x ($((${kb_of[$name:$n]} / 1024)) MB for $(awk -v b="${bytes_of[$name:$n]}" 'BEGIN {printf "%.1f", b / 1048576}') MiB)" ;;
+    esac
+  done
+done
 if [ "$batch" -gt 0 ]; then
   target "$batch small models, -j 2 <= 0.6x -j 1" "$(verdict le "$(ratio "$batch_parallel" "$batch_serial")" 0.6)" \
     "$(ratio "$batch_parallel" "$batch_serial")x"
@@ -456,7 +529,8 @@ if [ "${#lstm_bytes[@]}" -ge 2 ]; then
     "${lstm_fast_min[$last]}" "${lstm_bytes[$last]}" "${lstm_fast[0]}" "${lstm_fast[$last]}"
 fi
 for spec in "bank:large-tensor count" "grus:recurrent-node count" "chain:node count" \
-  "exposed:node count, state exposed"; do
+  "exposed:node count, state exposed" "gchain:chained GRUs (own weights)" \
+  "lchain:node count, Add/Identity chain" "ifs:If count" "vigru:value_info'd GRUs"; do
   name=${spec%%:*}
   local_list="${name}_list[@]"
   ns=("${!local_list}")

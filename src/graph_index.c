@@ -290,6 +290,7 @@ static void graph_index_reset(graph_index *gi)
 {
     graph_index_free_memos(gi);
     strmap_clear(&gi->by_name);
+    gi->recent_name = NULL;
     gi->n_values = 0;
     gi->duplicate = gi->duplicate_kind = NULL;
 }
@@ -320,8 +321,16 @@ void graph_index_free(graph_index *gi)
 
 const value_entry *graph_index_find(const graph_index *gi, const char *name)
 {
-    int at = strmap_get(&gi->by_name, name);
-    return at >= 0 ? &gi->values[at] : NULL;
+    if (gi->recent_name && strcmp(gi->recent_name, name) == 0)
+        return &gi->values[gi->recent_at];
+    const char *stored = NULL;
+    int at = strmap_get_key(&gi->by_name, name, &stored);
+    if (at < 0)
+        return NULL;
+    graph_index *m = (graph_index *)gi; /* the cache is logically part of the index, as the memos */
+    m->recent_name = stored;
+    m->recent_at = at;
+    return &gi->values[at];
 }
 
 const int *graph_index_node_inputs(const graph_index *gi, size_t n)

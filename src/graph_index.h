@@ -29,7 +29,9 @@ typedef struct value_entry {
 
 /* The analyses that keep answers per value of an index, one slot each. */
 typedef enum graph_index_memo_slot {
-    MEMO_SLOT_SHAPE,  /* analysis/shape.c: ranks and dimensions */
+    MEMO_SLOT_SHAPE,  /* analysis/shape.c: dimensions */
+    MEMO_SLOT_RANK,   /* analysis/shape.c: ranks (asked of far more values than
+                         dimensions: 16 bytes each, not a dimension entry) */
     MEMO_SLOT_STATE,  /* state/trace.c: uniform constants, outputs reached */
     MEMO_SLOT_STREAM, /* analysis/stream.c: where the time axis is */
     GRAPH_INDEX_MEMOS
@@ -52,6 +54,11 @@ typedef struct graph_index {
      * is: "graph input", "initializer", "value produced", "graph output". */
     const char *duplicate;
     const char *duplicate_kind;
+    /* The name graph_index_find() found last (the map's copy) and its
+     * value: the analyses ask for the same value several times in a row,
+     * and comparing it costs less than hashing it again. */
+    const char *recent_name;
+    int recent_at;
     /* The analyses' answers memoized per value of this index, one table per
      * analysis (analysis/memo.h); freed with memo_free[] when the index is
      * rebuilt or freed, so they never outlive the graph they describe. */

@@ -25,12 +25,21 @@ typedef struct rank_memo {
 typedef struct dim_memo {
     unsigned char state;
     bool cut;
+    /* trace_axis_to_input's walk from this value and axis: a walk that went
+     * one way (each node followed at most one of its inputs; no broadcast,
+     * whose choice depends on what its operands' walks find, and no Reshape
+     * whose shape is followed through other queries), was cut short by the
+     * depth bound (its own, not a rank's: a rank cut short may later be
+     * computed again, differently) and found no input finds none from any
+     * deeper start either: it follows the same nodes, whose ranks are
+     * memoized for good, and stops no later, one node per depth. walk_dead is then 1 + the depth it was computed at (0:
+     * not known). So a long chain is walked once, not once per layer. */
+    unsigned char walk_dead;
     int depth;
     dim_info dim; /* owns its param */
 } dim_memo;
 
 typedef struct shape_memo {
-    rank_memo rank;
     dim_memo dims[MEMO_AXES];
 } shape_memo;
 
@@ -44,6 +53,11 @@ static void shape_memo_clear(void *entry)
 static shape_memo *shape_memo_of(const scope *o, const value_entry *e)
 {
     return memo_entry(o, e, MEMO_SLOT_SHAPE, sizeof(shape_memo), shape_memo_clear);
+}
+
+static rank_memo *rank_memo_of(const scope *o, const value_entry *e)
+{
+    return memo_entry(o, e, MEMO_SLOT_RANK, sizeof(rank_memo), NULL);
 }
 
 /* Ops whose output has input 0's shape. */
@@ -71,13 +85,25 @@ static const char *const reduce_ops[] = { "ReduceMax", "ReduceMin", "ReduceMean"
 typedef struct shape_query {
     bool cut; /* an answer was cut short by MAX_TRACE_DEPTH */
     /* trace_axis_to_input: walk past declared shapes to a main-graph input,
-     * and record which of its axes the traced dimension is. Those walks are
-     * not memoized (their answer is not a dimension); a step budget bounds
-     * each. */
+     * and record which of its axes the traced dimension is. Their answer
+     * is not a dimension: only the walks that find nothing are remembered
+     * (dim_memo.walk_dead); a step budget bounds each. */
     bool to_input;
     int budget;
     const char *input;
     int64_t input_axis;
+    /* the walk's shape (see dim_memo.walk_dead): the walks the current node started,
+     * whether a node below it went more than one way, whether the budget
+     * ran out, how many inputs were found; `replayed`: the budget was
+     * charged a reused walk's upper bound, one step per depth left (if it
+     * then runs out, the trace is done again without reuse, `no_reuse`) */
+    int children;
+    bool branched, starved, replayed, no_reuse;
+    unsigned found;
+    /* a rank memoized as cut short by the depth bound was used: a later
+     * query from nearer may compute it again, differently, so a walk that
+     * used it is not remembered as dead */
+    bool rank_cut;
 } shape_query;
 
 static int64_t rank_of(shape_query *q, const scope *s, const char *value, int depth);
@@ -187,15 +213,15 @@ static int64_t rank_of(shape_query *q, const scope *s, const char *value, int de
     if (!e)
         return -1;
     if (depth > MAX_TRACE_DEPTH) {
-        q->cut = true;
+        q->cut = true; /* from deeper, cut as well: not a rank_cut */
         return -1;
     }
-    shape_memo *vm = shape_memo_of(o, e);
-    rank_memo *m = vm ? &vm->rank : NULL;
+    rank_memo *m = rank_memo_of(o, e);
     if (m && m->state == MEMO_BUSY)
         return -1; /* a cycle */
     if (m && memo_reusable(m->state, m->cut, m->depth, depth)) {
         q->cut |= m->cut;
+        q->rank_cut |= m->cut;
         return m->rank;
     }
     if (m)
@@ -203,6 +229,7 @@ static int64_t rank_of(shape_query *q, const scope *s, const char *value, int de
     bool outer_cut = q->cut;
     q->cut = false;
     int64_t rank = compute_rank(q, s, value, o, e, depth);
+    q->rank_cut |= q->cut;
     if (m)
         *m = (rank_memo){ .state = MEMO_DONE, .cut = q->cut, .depth = depth, .rank = rank };
     q->cut |= outer_cut;
@@ -339,6 +366,7 @@ static bool through_reshape(shape_query *q, const scope *s, const Onnx__NodeProt
     const scope *ys;
     const char *y;
     int64_t j;
+    q->branched |= q->to_input; /* the way depends on other queries' answers: not remembered */
     if (p->n_input > 1 && shape_entry_source(s, node_input(p, 1), axis, &ys, &y, &j))
         return infer_dim_at(q, ys, y, j, depth + 1, out);
     int64_t *shape = NULL;
@@ -401,6 +429,7 @@ static bool through_broadcast(shape_query *q, const scope *s, const Onnx__NodePr
                               int64_t axis, int depth, dim_info *out)
 {
     int64_t out_rank = rank_of_broadcast(q, s, p, depth);
+    q->branched |= q->to_input; /* what it follows depends on what the walks find */
     if (out_rank < 0)
         return true;
     size_t ones = 0, operands = 0;
@@ -651,17 +680,50 @@ static bool dim_copy(dim_info *to, const dim_info *from)
 
 /* trace_axis_to_input's step: a main-graph input ends the walk, anything
  * else is followed through its producer. */
-static bool walk_to_input(shape_query *q, const scope *s, const char *value, const scope *o,
-                          const value_entry *e, int64_t axis, int depth, dim_info *out)
+static bool walk_step(shape_query *q, const scope *s, const char *value, const scope *o,
+                      const value_entry *e, int64_t axis, int depth, dim_info *out)
 {
-    if (--q->budget <= 0)
+    if (--q->budget <= 0) {
+        q->starved = true;
         return true;
+    }
     if (o->parent == NULL && e->graph_input >= 0 && e->initializer < 0) {
         q->input = e->name;
         q->input_axis = axis;
+        q->found++;
         return true;
     }
     return through_producer(q, s, value, axis, depth, out);
+}
+
+/* walk_step, reusing and recording dead walks (walk_memo). */
+static bool walk_to_input(shape_query *q, const scope *s, const char *value, const scope *o,
+                          const value_entry *e, int64_t axis, int depth, dim_info *out)
+{
+    shape_memo *vm = axis < MEMO_AXES ? shape_memo_of(o, e) : NULL;
+    dim_memo *w = vm ? &vm->dims[axis] : NULL;
+    if (w && !q->no_reuse && w->walk_dead && depth + 1 >= w->walk_dead) {
+        q->budget -= MAX_TRACE_DEPTH + 1 - depth;
+        q->replayed = true;
+        q->cut = true;
+        return true;
+    }
+    int children = q->children;
+    bool branched = q->branched, starved = q->starved, cut = q->cut, rank_cut = q->rank_cut;
+    unsigned found = q->found;
+    q->children = 0;
+    q->branched = q->starved = q->cut = q->rank_cut = false;
+    bool ok = walk_step(q, s, value, o, e, axis, depth, out);
+    bool one_way = q->children <= 1 && !q->branched;
+    if (ok && w && one_way && q->cut && !q->rank_cut && !q->starved && q->found == found &&
+        !out->known)
+        w->walk_dead = (unsigned char)(depth + 1);
+    q->children = children;
+    q->branched = branched || !one_way;
+    q->starved |= starved;
+    q->cut |= cut;
+    q->rank_cut |= rank_cut;
+    return ok;
 }
 
 /* Dimension `axis` of `value` into *out, which holds nothing known yet;
@@ -673,6 +735,7 @@ static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int6
     const value_entry *e = scope_lookup(s, value, &o);
     if (!e || axis < 0)
         return true;
+    q->children += q->to_input;
     if (depth > MAX_TRACE_DEPTH) {
         q->cut = true;
         return true;
@@ -708,6 +771,11 @@ bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const 
     dim_info unused = { 0 };
     bool ok = infer_dim_at(&q, s, value, axis, 0, &unused);
     dim_info_clear(&unused);
+    if (q.replayed && q.starved) { /* a reused walk's bound ran the budget out: the real way */
+        q = (shape_query){ .to_input = true, .budget = 10000, .no_reuse = true };
+        ok = infer_dim_at(&q, s, value, axis, 0, &unused);
+        dim_info_clear(&unused);
+    }
     *input = ok ? q.input : NULL;
     *input_axis = ok && q.input ? q.input_axis : -1;
     return ok;

@@ -16,7 +16,8 @@
 
 static inline bool node_op_is(const Onnx__NodeProto *node, const char *op)
 {
-    return strcmp(str_or_empty(node->op_type), op) == 0;
+    const char *t = str_or_empty(node->op_type);
+    return t[0] == op[0] && strcmp(t, op) == 0; /* most ops differ at once: no call */
 }
 
 /* True when the node's op_type is one of `ops` (NULL-terminated). */

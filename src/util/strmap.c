@@ -171,6 +171,15 @@ int strmap_get(const strmap *m, const char *key)
     return m->slots[i].key ? m->slots[i].val : -1;
 }
 
+int strmap_get_key(const strmap *m, const char *key, const char **stored)
+{
+    if (!m->cap)
+        return -1;
+    size_t i = find_slot(m, key, key_hash(key, strlen(key)));
+    *stored = m->slots[i].key;
+    return m->slots[i].key ? m->slots[i].val : -1;
+}
+
 /* Re-places every slot in a table of `cap` slots (a power of two). */
 static bool resize(strmap *m, size_t cap)
 {

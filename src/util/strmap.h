@@ -47,6 +47,9 @@ void strmap_clear(strmap *m);
 bool strmap_reserve(strmap *m, size_t n);
 /* Returns the value stored under key, or -1. */
 int strmap_get(const strmap *m, const char *key);
+/* strmap_get, also giving the map's own copy of the key when it is there
+ * (valid until the map is cleared or freed). */
+int strmap_get_key(const strmap *m, const char *key, const char **stored);
 /* Stores val under key (replacing any value). Returns false when out of memory. */
 bool strmap_put(strmap *m, const char *key, int val);
 /* Get-or-insert, for a caller that knows the keys it will intern next (the
