@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "util/array.h"
-#include "passes.h"
+#include "passes/passes.h"
 #include "state/contract.h"
 #include "state/own_caches.h"
 #include "state/inputs.h"

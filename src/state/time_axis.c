@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "util/array.h"
-#include "passes.h"
+#include "passes/passes.h"
 #include "recurrent_ops.h"
 #include "state/trace.h"
 #include "util/strbuf.h"

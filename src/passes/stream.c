@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "util/array.h"
-#include "passes.h"
+#include "passes/passes.h"
 #include "recurrent_ops.h"
 
 static bool add_source(rewrite_ctx *ctx, const char *input, size_t axis)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes.h"
+#include "passes/passes.h"
 #include "recurrent_ops.h"
 #include "analysis/shape.h"
 #include "model/tensor_util.h"

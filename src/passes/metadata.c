@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes.h"
+#include "passes/passes.h"
 
 /* The built string, or NULL when building it ran out of memory. */
 static char *detach_json(strbuf *sb)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes.h"
+#include "passes/passes.h"
 
 typedef struct cleanup {
     rewrite_ctx *ctx;

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "options.h"
-#include "passes.h"
+#include "passes/passes.h"
 
 static const rewrite_pass passes[] = {
     pass_layout0,  /* only with options.to_layout0: makes layout=1 nodes runnable */

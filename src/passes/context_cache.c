@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "analysis/shape.h"
-#include "passes.h"
+#include "passes/passes.h"
 #include "state/types.h"
 #include "model/tensor_util.h"
 
