@@ -39,13 +39,9 @@ bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out);
 bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const char **input,
                          int64_t *input_axis);
 
-/* Where dimension `axis` of `value` comes from with the same size: the
- * value and axis reached by following it back through ops that keep it
- * (unary ops, Transpose, Squeeze, Unsqueeze, the batch of convolutions,
- * recurrent nodes, Reshape entries copied or taken from a Shape). Two dims
- * with the same source are equal whatever their size; the walk reads the
- * graph only and never fails. */
-void dim_source(const scope *s, const char *value, int64_t axis, const scope **os,
-                const char **ovalue, int64_t *oaxis);
+/* Ops whose output has input 0's shape; ops on [N, C, spatial...] that
+ * keep input 0's rank and batch N (the other axes change). NULL-terminated. */
+extern const char *const same_shape_ops[];
+extern const char *const batch_keeping_ops[];
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/dim_source.h"
 #include "util/array.h"
 #include "model/tensor_util.h"
 
@@ -59,7 +60,7 @@ mono mono_div(mono a, mono b)
 
 /* ---- dimensions as monomials -------------------------------------------------- */
 
-/* A key naming the source of a dimension (analysis/shape.h's dim_source). */
+/* A key naming the source of a dimension (analysis/dim_source.h). */
 static void dim_key(const scope *s, const char *value, int64_t axis, char key[DIM_KEY_SIZE])
 {
     const scope *o;
