@@ -88,10 +88,22 @@ static rnnstate_status expose_initializer(rewrite_ctx *ctx, node_plan *p, int sl
                 state_pattern_is(rs, init, default_batch);
     bool as_fill = optional_mode && !fixed && state_pattern_is(rs, init, 1);
     bool fits = state_pattern_fits(rs, init);
-    if (fits && !readable && !keep && !as_fill) {
+    /* the data is needed for a default only (required inputs have none) */
+    if (fits && !readable && !keep && !as_fill && optional_mode) {
         free(value);
-        return set_error(ctx->err, RNNSTATE_ERR_IO, "%s: cannot read initializer '%s'",
-                         ctx->label, src->input);
+        /* external data that cannot be read here is an I/O problem; data
+         * that does not match its type and shape is an invalid model */
+        bool external = init->has_data_location &&
+                        init->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        return external ? set_error(ctx->err, RNNSTATE_ERR_IO,
+                                    "%s: cannot read initializer '%s' (external data) for the "
+                                    "default of its state input; rewrite the model from its file, "
+                                    "or use --state-inputs=required",
+                                    ctx->label, src->input)
+                        : set_error(ctx->err, RNNSTATE_ERR_INVALID,
+                                    "%s: initializer '%s' holds data that does not match its type "
+                                    "and shape",
+                                    ctx->label, src->input);
     }
     state_default def = { .pattern = data ? data : init, .existing = keep,
                           .fill_initializer = as_fill ? value : NULL };
