@@ -10,24 +10,11 @@
 #include "model/tensor_util.h"
 #include "recurrent_ops.h"
 
-/* The producer of `value` for the walk (within the default domain, or a
- * recurrent node), its scope in *owner and output slot in *slot. */
-static const Onnx__NodeProto *shape_producer(const scope *s, const char *value,
-                                             const scope **owner, int *slot)
-{
-    const value_entry *e = scope_lookup(s, value, owner);
-    if (!e || e->producer < 0)
-        return NULL;
-    const Onnx__NodeProto *p = (*owner)->graph->node[e->producer];
-    *slot = e->producer_slot;
-    return node_default_domain(p) || recurrent_op_of(p) ? p : NULL;
-}
-
 /* Entry `index` of a Reshape's target shape when it is a dimension of a
  * value taken with Shape (Concat of Unsqueeze(Gather(Shape(y), j)) pieces, as
  * exporters write reshape(b, t, -1)): *y and *j, or false. */
 bool shape_entry_source(const scope *s, const char *shape, int64_t index, const scope **ys,
-                               const char **y, int64_t *j)
+                        const char **y, int64_t *j)
 {
     const scope *o;
     const Onnx__NodeProto *p = value_producer(s, shape, &o);

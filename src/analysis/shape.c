@@ -111,9 +111,7 @@ static int64_t rank_of(shape_query *q, const scope *s, const char *value, int de
 static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int64_t axis,
                          int depth, dim_info *out);
 
-/* The producer of `value` for a shape query (within the default domain, or
- * a recurrent node). */
-static const Onnx__NodeProto *shape_producer(const scope *s, const char *value,
+const Onnx__NodeProto *shape_producer(const scope *s, const char *value,
                                              const scope **owner, int *slot)
 {
     const value_entry *e = scope_lookup(s, value, owner);

@@ -39,6 +39,12 @@ bool infer_dim(const scope *s, const char *value, int64_t axis, dim_info *out);
 bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const char **input,
                          int64_t *input_axis);
 
+/* The node producing `value` for a shape question: one of the default
+ * domain, or a recurrent node (else NULL); its scope in *owner and the
+ * output slot `value` is in *slot. */
+const Onnx__NodeProto *shape_producer(const scope *s, const char *value, const scope **owner,
+                                      int *slot);
+
 /* Ops whose output has input 0's shape; ops on [N, C, spatial...] that
  * keep input 0's rank and batch N (the other axes change). NULL-terminated. */
 extern const char *const same_shape_ops[];

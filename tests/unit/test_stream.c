@@ -272,20 +272,26 @@ static size_t context_pairs(const rnnstate_report *r, int64_t *first_frames)
     return n;
 }
 
-static void run_case(const stream_case *c)
+/* X [batch, C, T] -> build -> Y, rewritten with --time X:2. */
+static void rewrite_model(void (*build)(Onnx__ModelProto *m), bool context_caches, mb_run *run)
 {
     Onnx__ModelProto *m = mb_new(8, 17);
     mb_input(m, "X", MB_FLOAT, "batch,4,T");
-    c->build(m);
+    build(m);
     mb_output(m, "Y", MB_FLOAT, NULL);
     rnnstate_options o;
     rnnstate_options_init(&o);
     rnnstate_time_axis x_time = { "X", 2 };
     o.n_time_axes = 1;
     o.time_axes = &x_time;
-    o.context_caches = !c->no_context_caches;
+    o.context_caches = context_caches;
+    mb_rewrite(m, &o, run);
+}
+
+static void run_case(const stream_case *c)
+{
     mb_run run;
-    mb_rewrite(m, &o, &run);
+    rewrite_model(c->build, !c->no_context_caches, &run);
     const rnnstate_report *r = run.report;
     if (r->stream_verdict != c->verdict) {
         for (size_t i = 0; i < r->n_blockers; i++)
@@ -321,17 +327,8 @@ static void test_each_op_class(void **state)
 static void test_context_pair_is_feedable(void **state)
 {
     (void)state;
-    Onnx__ModelProto *m = mb_new(8, 17);
-    mb_input(m, "X", MB_FLOAT, "batch,4,T");
-    dilated_conv(m);
-    mb_output(m, "Y", MB_FLOAT, NULL);
-    rnnstate_options o;
-    rnnstate_options_init(&o);
-    rnnstate_time_axis x_time = { "X", 2 };
-    o.n_time_axes = 1;
-    o.time_axes = &x_time;
     mb_run run;
-    mb_rewrite(m, &o, &run);
+    rewrite_model(dilated_conv, true, &run);
     assert_int_equal(run.report->n_pairs, 1);
     const rnnstate_state_pair *p = &run.report->pairs[0];
     assert_int_equal(p->kind, RNNSTATE_PAIR_CONTEXT);
