@@ -21,6 +21,10 @@ _rnnstate_rewrite()
             COMPREPLY=($(compgen -W 'optional required' -- "$cur"))
             return
             ;;
+        --external-data)
+            COMPREPLY=($(compgen -W 'copy link reference' -- "$cur"))
+            return
+            ;;
         --max-model-size)
             COMPREPLY=($(compgen -W '500M 1G 2G' -- "$cur"))
             return
@@ -41,7 +45,7 @@ _rnnstate_rewrite()
 
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W '-o --output -d --output-dir -r --recursive -n --dry-run
-            --check --sync --no-sync --state-inputs= --include --exclude --to-layout0 --time --no-context-caches
+            --check --sync --no-sync --external-data= --state-inputs= --include --exclude --to-layout0 --time --no-context-caches
             --name-template --max-model-size --json -q --quiet -v --verbose
             --fail-on-skip -j --jobs -h --help -V --version' -- "$cur"))
         [[ ${COMPREPLY-} == *= ]] && compopt -o nospace

@@ -164,6 +164,31 @@ RNNSTATE_API rnnstate_status rnnstate_model_load_memory(const void *data, size_t
                                            const rnnstate_limits *limits, rnnstate_model **model,
                                            rnnstate_error *err);
 
+/* External data files when a model is saved into another directory than the
+ * one it was loaded from (their locations are relative to the model's
+ * directory, and ONNX Runtime reads none outside it). In the model's own
+ * directory nothing is done in any mode. */
+typedef enum rnnstate_external_data {
+    /* Each file is copied beside the output, at the same relative location
+     * (subdirectories made as needed), so the output's directory holds all
+     * the model needs and shares nothing with the original; the locations
+     * are unchanged. A file already there is kept when it is the same file
+     * or has the same bytes, and refused otherwise. The copy is made under a
+     * temporary name and named complete, before the model is written; a
+     * save that fails removes the files it made. */
+    RNNSTATE_EXTERNAL_DATA_COPY = 0,
+    /* Like COPY, but a hard link to the file where the file system allows
+     * one (a copy otherwise, e.g. across file systems): no time, no space,
+     * but both models then share one file, and a program that writes into
+     * it in place changes both. */
+    RNNSTATE_EXTERNAL_DATA_LINK = 1,
+    /* The files stay where they are and the locations are rewritten to
+     * reach them from the output's directory; refused where a file would lie
+     * outside that directory (RNNSTATE_ERR_INVALID). The files are never
+     * read. */
+    RNNSTATE_EXTERNAL_DATA_REFERENCE = 2,
+} rnnstate_external_data;
+
 typedef struct rnnstate_save_options {
     size_t struct_size; /* set by rnnstate_save_options_init(), see "Options structs" */
     /* fsync() the file before it takes the target's place, and its
@@ -190,6 +215,10 @@ typedef struct rnnstate_save_options {
      * and FIFOs, which are written in place. Default: NULL. */
     rnnstate_status (*verify)(int fd, const char *path, void *verify_arg, rnnstate_error *err);
     void *verify_arg;
+    /* What a save into another directory than the model's does with the
+     * files of initializers stored outside the model (external data, as for
+     * models over 2 GB). Default: RNNSTATE_EXTERNAL_DATA_COPY. */
+    rnnstate_external_data external_data;
 } rnnstate_save_options;
 
 /* Fills `options` with the defaults and sets its struct_size. */
@@ -213,9 +242,10 @@ RNNSTATE_API void rnnstate_save_options_init(rnnstate_save_options *options);
  * when the output would exceed protobuf's 2 GiB limit. The model's large
  * initializers are copied from the file it was loaded from, which must be
  * unchanged (device, inode, size, modification time). Initializers stored in
- * external files keep resolving: their relative locations (initializers,
- * sparse initializers, tensor attributes, in every subgraph) are written for
- * the new directory; the external files themselves are never read or copied.
+ * external files keep resolving (initializers, sparse initializers, tensor
+ * attributes, in every subgraph): in another directory, the files are copied
+ * or linked beside the output, or their locations rewritten, as
+ * options->external_data says.
  * The model is not modified, and no process-wide state is changed (umask,
  * signal dispositions or masks): a caller that wants Ctrl-C to remove the
  * temporary file handles the signal and sets *options->cancel, and one that
@@ -228,9 +258,11 @@ RNNSTATE_API void rnnstate_save_options_init(rnnstate_save_options *options);
  * `path` is a directory, or a symbolic link to something other than a
  * regular file), when the save was cancelled, when the model's source file
  * changed or cannot be read for its weights, or when an external data file
- * cannot be found; RNNSTATE_ERR_INVALID when the model exceeds protobuf's
- * 2 GiB limit, or an external data file would lie outside the output's
- * directory; the verify callback's status; RNNSTATE_ERR_NOMEM;
+ * cannot be found, read, copied or linked, or another file is at its place
+ * beside the output; RNNSTATE_ERR_INVALID when the model exceeds protobuf's
+ * 2 GiB limit, when an external data file would lie outside the output's
+ * directory (REFERENCE), or its location leaves the model's directory (COPY,
+ * LINK: it cannot be placed beside the output); the verify callback's status; RNNSTATE_ERR_NOMEM;
  * RNNSTATE_ERR_ARGUMENT when `options` was not initialised. */
 RNNSTATE_API rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char *path,
                                                       const rnnstate_save_options *options,

@@ -128,6 +128,7 @@ OPTIONS = {
     "max_model_size": None,
     "check": False,
     "sync": False,
+    "external_data": "copy",
     "dry_run": False,
     "label": None,
 }
@@ -269,6 +270,11 @@ class _Prepared:
         if opts["max_model_size"] is not None:
             self.limits.max_model_bytes = _model_size(opts["max_model_size"])
         self.save.sync = _flag("sync", opts["sync"])
+        modes = ("copy", "link", "reference")  # rnnstate_external_data's order
+        if opts["external_data"] not in modes:
+            _bad("option external_data takes 'copy', 'link' or 'reference', not %r"
+                 % (opts["external_data"],))
+        self.save.external_data = modes.index(opts["external_data"])
         self.check = _flag("check", opts["check"])
         self.dry_run = _flag("dry_run", opts["dry_run"])
 
@@ -393,6 +399,9 @@ def rewrite(model, **options):
       max_model_size  refuse larger models: bytes, or "500M", "2G" [--max-model-size]
       check           re-load the written model and verify its structure [--check]
       sync            fsync the written file (with output) [--sync]
+      external_data   "copy" (default), "link" or "reference": the external
+                      data files of a model written into another directory
+                      (with output) [--external-data]
       dry_run         analyse and report only [-n]
       label           names the model in messages and the report's "input"
                       (default: the path; "<bytes>"; "<ModelProto>")

@@ -60,6 +60,7 @@ class SaveOptions(ctypes.Structure):
         ("cancel", c_void_p),
         ("verify", c_void_p),
         ("verify_arg", c_void_p),
+        ("external_data", c_int),
     ]
 
 

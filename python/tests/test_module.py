@@ -205,6 +205,46 @@ res = rnnstate.rewrite(M("denoiser_gru.onnx"), output=os.path.join(work, "sync.o
 check(open(os.path.join(work, "sync.onnx"), "rb").read() == rnnstate.rewrite(M("denoiser_gru.onnx")).model,
       "sync=True writes the same bytes")
 
+# external_data: a model whose weights are in a file of their own, written
+# into another directory, gets its file beside the output (copy, the default;
+# link), or keeps it where it is (reference, from a directory above it).
+ext_dir = os.path.join(work, "ext", "model")
+os.makedirs(ext_dir)
+ext_model = os.path.join(ext_dir, "model.onnx")
+onnx.save_model(onnx.load(M("denoiser_gru.onnx")), ext_model, save_as_external_data=True,
+                all_tensors_to_one_file=True, location="w.bin", size_threshold=0)
+weights = open(os.path.join(ext_dir, "w.bin"), "rb").read()
+for mode in ("copy", "link"):
+    out_dir = os.path.join(work, "ext", mode)
+    os.makedirs(out_dir)
+    kw = {} if mode == "copy" else {"external_data": mode}
+    rnnstate.rewrite(ext_model, output=os.path.join(out_dir, "m.onnx"), **kw)
+    placed = os.path.join(out_dir, "w.bin")
+    same_inode = os.path.exists(placed) and os.path.samefile(placed, os.path.join(ext_dir, "w.bin"))
+    check(os.path.exists(placed) and open(placed, "rb").read() == weights
+          and same_inode == (mode == "link"),
+          "external_data=%s puts w.bin beside the output (%s)" % (mode, "linked" if mode == "link" else "copied"))
+    cli_out = os.path.join(out_dir, "cli.onnx")
+    subprocess.run([cli, "-q", ext_model, "-o", cli_out, "--external-data=" + mode], check=True)
+    check(open(cli_out, "rb").read() == open(os.path.join(out_dir, "m.onnx"), "rb").read(),
+          "external_data=%s: the command line's bytes" % mode)
+rnnstate.rewrite(ext_model, output=os.path.join(work, "ext", "up.onnx"), external_data="reference")
+locations = {e.value for t in onnx.load(os.path.join(work, "ext", "up.onnx"), load_external_data=False).graph.initializer
+             for e in t.external_data if e.key == "location"}
+check(locations == {"model/w.bin"} and not os.path.exists(os.path.join(work, "ext", "w.bin")),
+      "external_data=reference rewrites the locations, copies nothing", repr(locations))
+try:
+    rnnstate.rewrite(ext_model, output=os.path.join(work, "ext", "copy", "x.onnx"), external_data="move")
+    check(False, "external_data='move' is refused")
+except rnnstate.ArgumentError as e:
+    check("external_data" in str(e), "external_data='move' is refused", str(e))
+try:
+    rnnstate.rewrite(ext_model, output=os.path.join(work, "ext", "copy", "r.onnx"), external_data="reference")
+    check(False, "reference into a sibling directory is refused")
+except rnnstate.InvalidModelError as e:
+    check("outside the output's directory" in str(e) and not os.path.exists(os.path.join(work, "ext", "copy", "r.onnx")),
+          "reference into a sibling directory is refused, nothing written", str(e))
+
 # Threads: the library has no global state and ctypes releases the GIL, so
 # rewrites in parallel threads give what serial ones give.
 import concurrent.futures  # noqa: E402

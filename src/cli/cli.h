@@ -41,6 +41,7 @@ typedef struct cli {
     const char *output;
     const char *output_dir;
     bool recursive, dry_run, check, json, quiet, verbose, fail_on_skip, sync;
+    rnnstate_external_data external_data; /* --external-data: copy (default), link, reference */
     long jobs; /* models processed at a time; 0: one per CPU */
     string_list include, exclude;
     string_list time_names;          /* the INPUT parts of --time, owned */

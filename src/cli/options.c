@@ -32,6 +32,14 @@ static const char usage_text[] =
     "                           atomic for readers either way, but a machine crash\n"
     "                           soon after may leave a partial file);\n"
     "                           --no-sync is accepted and changes nothing\n"
+    "      --external-data=MODE for a model whose weights are in external files,\n"
+    "                           written into another directory: copy (default):\n"
+    "                           each file is copied beside the output, at the same\n"
+    "                           relative location; link: hard-linked there (shared\n"
+    "                           with the original; a copy across file systems);\n"
+    "                           reference: the files stay, the locations point at\n"
+    "                           them (only from a directory above them: ONNX\n"
+    "                           Runtime reads no file outside the model's directory)\n"
     "\n"
     "Rewriting:\n"
     "      --state-inputs=MODE  optional (default): state inputs get zero defaults,\n"
@@ -85,6 +93,22 @@ static const char usage_text[] =
     "  rnnstate-rewrite --state-inputs=required --exclude '*freq*' vad.onnx\n"
     "  curl -s $URL | rnnstate-rewrite - -o - > model.stateful.onnx\n";
 
+/* --external-data's word for a save mode. */
+static bool parse_external_data(const char *text, rnnstate_external_data *mode)
+{
+    static const struct { const char *word; rnnstate_external_data mode; } modes[] = {
+        { "copy", RNNSTATE_EXTERNAL_DATA_COPY },
+        { "link", RNNSTATE_EXTERNAL_DATA_LINK },
+        { "reference", RNNSTATE_EXTERNAL_DATA_REFERENCE },
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+        if (!strcmp(text, modes[i].word)) {
+            *mode = modes[i].mode;
+            return true;
+        }
+    return false;
+}
+
 /* "123", "64K", "500M", "2G" (binary multiples); at least 1 byte, at most 2G.
  * *too_large tells a well-formed size past 2G. */
 static bool parse_size(const char *text, size_t *bytes, bool *too_large)
@@ -137,7 +161,7 @@ int parse_args(int argc, char **argv, cli *c)
 {
     enum { OPT_STATE_INPUTS = 256, OPT_JSON, OPT_CHECK, OPT_INCLUDE, OPT_EXCLUDE,
            OPT_NAME_TEMPLATE, OPT_FAIL_ON_SKIP, OPT_MAX_MODEL_SIZE, OPT_TO_LAYOUT0,
-           OPT_SYNC, OPT_NO_SYNC, OPT_TIME, OPT_NO_CONTEXT_CACHES };
+           OPT_SYNC, OPT_NO_SYNC, OPT_TIME, OPT_NO_CONTEXT_CACHES, OPT_EXTERNAL_DATA };
     char *end;
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
@@ -157,6 +181,7 @@ int parse_args(int argc, char **argv, cli *c)
         { "to-layout0", no_argument, NULL, OPT_TO_LAYOUT0 },
         { "sync", no_argument, NULL, OPT_SYNC },
         { "no-sync", no_argument, NULL, OPT_NO_SYNC },
+        { "external-data", required_argument, NULL, OPT_EXTERNAL_DATA },
         { "time", required_argument, NULL, OPT_TIME },
         { "no-context-caches", no_argument, NULL, OPT_NO_CONTEXT_CACHES },
         { "jobs", required_argument, NULL, 'j' },
@@ -215,6 +240,11 @@ int parse_args(int argc, char **argv, cli *c)
                 c->options.state_inputs = RNNSTATE_STATE_INPUTS_REQUIRED;
             else
                 return usage_error("--state-inputs takes 'optional' or 'required', not '%s'",
+                                   optarg);
+            break;
+        case OPT_EXTERNAL_DATA:
+            if (!parse_external_data(optarg, &c->external_data))
+                return usage_error("--external-data takes 'copy', 'link' or 'reference', not '%s'",
                                    optarg);
             break;
         case 'h': fputs(usage_text, stdout); return EXIT_OK;

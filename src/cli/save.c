@@ -200,6 +200,7 @@ rnnstate_status save_model(const cli *c, const job *j, const output_target *at,
     rnnstate_save_options options;
     rnnstate_save_options_init(&options);
     options.sync = c->sync;
+    options.external_data = c->external_data;
     options.cancel = save_cancel_flag();
     if (c->check && !in_place) {
         options.verify = verify_written;

@@ -27,7 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model/atomic_file.h"
 #include "model/external_data.h"
+#include "model/external_files.h"
 #include "model/model_write.h"
 #include "options.h"
 
@@ -36,7 +38,7 @@
  * a later run which process made them (rnnstate_remove_stale_temp_files). */
 #define TEMP_PREFIX ".rnnstate.tmp-"
 
-static char *directory_of(const char *path)
+char *directory_of(const char *path)
 {
     char *copy = strdup(path);
     if (!copy)
@@ -48,7 +50,7 @@ static char *directory_of(const char *path)
 
 /* A fresh temporary name in dir (the target's directory, so that rename()
  * stays within one file system and is atomic). */
-static char *temp_name_in(const char *dir)
+char *temp_name_in(const char *dir)
 {
     unsigned char random_bytes[6];
     if (getrandom(random_bytes, sizeof random_bytes, GRND_NONBLOCK) != sizeof random_bytes) {
@@ -446,14 +448,27 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
     rnnstate_status st = options_read(&o, sizeof o, options, "rnnstate_save_options", err);
     if (st != RNNSTATE_OK)
         return st;
-    relocations r;
-    st = relocate_external_data(model, path, &r, err);
+    if ((unsigned)o.external_data > RNNSTATE_EXTERNAL_DATA_REFERENCE)
+        return set_error(err, RNNSTATE_ERR_ARGUMENT,
+                         "rnnstate_save_options: external_data %d is not a mode",
+                         (int)o.external_data);
+    bool reference = o.external_data == RNNSTATE_EXTERNAL_DATA_REFERENCE;
+    relocations r = { 0 };
+    if (reference)
+        st = relocate_external_data(model, path, &r, err);
     model_write_job job = { .model = model, .proto = relocated_model(model, &r), .options = &o,
                             .path = path, .err = err, .status = RNNSTATE_OK };
     if (st == RNNSTATE_OK) /* after relocating: locations change sizes */
         st = model_write_check(model, job.proto, &job.sizes, err);
+    /* the files before the model: a reader that finds the model finds them */
+    placed_files placed = { 0 };
+    if (st == RNNSTATE_OK && !reference)
+        st = place_external_files(model, path, &o, &placed, err);
     if (st == RNNSTATE_OK)
         st = write_atomically(path, &job, err);
+    if (st != RNNSTATE_OK)
+        unplace_external_files(&placed);
+    release_placed_files(&placed);
     release_relocations(&r);
     return st;
 }

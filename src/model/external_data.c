@@ -88,8 +88,9 @@ static char *relocated_location(relocations *r, const Onnx__TensorProto *t, cons
         r->status = set_error(r->err, RNNSTATE_ERR_INVALID,
                               "%s: tensor '%s' is stored in external file '%s', which would "
                               "lie outside the output's directory (ONNX Runtime refuses "
-                              "that): write the output in '%s' or a directory above it, or "
-                              "copy the file next to the output",
+                              "that): copy or link it beside the output instead "
+                              "(--external-data=copy, the default, or link), or write the "
+                              "output in '%s' or a directory above it",
                               r->label, str_or_empty(t->name), location, r->source_dir);
         return NULL;
     }
@@ -243,42 +244,56 @@ static const char *external_location(const Onnx__TensorProto *t)
     return NULL;
 }
 
-static const char *sparse_location(const Onnx__SparseTensorProto *s)
+/* One tensor's location to the visitor; false once the visitor said stop. */
+static bool visit_tensor(const Onnx__TensorProto *t, location_visitor visit, void *arg)
 {
-    const char *found = s ? external_location(s->values) : NULL;
-    return found ? found : s ? external_location(s->indices) : NULL;
+    const char *location = external_location(t);
+    return !location || visit(location, t, arg);
 }
 
-static const char *first_external_location(const Onnx__GraphProto *g);
-
-static const char *attribute_location(const Onnx__AttributeProto *a)
+static bool visit_sparse(const Onnx__SparseTensorProto *s, location_visitor visit, void *arg)
 {
-    const char *found = external_location(a->t);
-    if (!found)
-        found = sparse_location(a->sparse_tensor);
-    if (!found && a->g)
-        found = first_external_location(a->g);
-    for (size_t k = 0; !found && k < a->n_tensors; k++)
-        found = external_location(a->tensors[k]);
-    for (size_t k = 0; !found && k < a->n_sparse_tensors; k++)
-        found = sparse_location(a->sparse_tensors[k]);
-    for (size_t k = 0; !found && k < a->n_graphs; k++)
-        found = first_external_location(a->graphs[k]);
-    return found;
+    return !s || (visit_tensor(s->values, visit, arg) && visit_tensor(s->indices, visit, arg));
 }
 
-/* The location of the first tensor stored outside the model (wherever
- * relocated_graph() looks), or NULL. */
-static const char *first_external_location(const Onnx__GraphProto *g)
+static bool visit_attribute(const Onnx__AttributeProto *a, location_visitor visit, void *arg)
+{
+    bool go = visit_tensor(a->t, visit, arg) && visit_sparse(a->sparse_tensor, visit, arg) &&
+              (!a->g || visit_external_locations(a->g, visit, arg));
+    for (size_t k = 0; go && k < a->n_tensors; k++)
+        go = visit_tensor(a->tensors[k], visit, arg);
+    for (size_t k = 0; go && k < a->n_sparse_tensors; k++)
+        go = visit_sparse(a->sparse_tensors[k], visit, arg);
+    for (size_t k = 0; go && k < a->n_graphs; k++)
+        go = visit_external_locations(a->graphs[k], visit, arg);
+    return go;
+}
+
+/* Every tensor stored outside the model, wherever relocated_graph() looks. */
+bool visit_external_locations(const Onnx__GraphProto *g, location_visitor visit, void *arg)
+{
+    bool go = true;
+    for (size_t i = 0; go && i < g->n_initializer; i++)
+        go = visit_tensor(g->initializer[i], visit, arg);
+    for (size_t i = 0; go && i < g->n_sparse_initializer; i++)
+        go = visit_sparse(g->sparse_initializer[i], visit, arg);
+    for (size_t n = 0; go && n < g->n_node; n++)
+        for (size_t a = 0; go && a < g->node[n]->n_attribute; a++)
+            go = visit_attribute(g->node[n]->attribute[a], visit, arg);
+    return go;
+}
+
+static bool note_first(const char *location, const Onnx__TensorProto *t, void *arg)
+{
+    (void)t;
+    *(const char **)arg = location;
+    return false;
+}
+
+const char *first_external_location(const Onnx__GraphProto *g)
 {
     const char *found = NULL;
-    for (size_t i = 0; !found && i < g->n_initializer; i++)
-        found = external_location(g->initializer[i]);
-    for (size_t i = 0; !found && i < g->n_sparse_initializer; i++)
-        found = sparse_location(g->sparse_initializer[i]);
-    for (size_t n = 0; !found && n < g->n_node; n++)
-        for (size_t a = 0; !found && a < g->node[n]->n_attribute; a++)
-            found = attribute_location(g->node[n]->attribute[a]);
+    visit_external_locations(g, note_first, &found);
     return found;
 }
 

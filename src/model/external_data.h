@@ -1,9 +1,11 @@
 /* external_data: a model's external data locations made right for another
- * directory. ONNX stores the location of an initializer kept in an external
- * file relative to the model's directory; a model saved elsewhere gets a
- * copy of the path from its root to every such tensor, with the location
- * rewritten, and the model itself is never modified (several threads may
- * save it at once). The external files themselves are never read or copied. */
+ * directory (rnnstate_save_options.external_data = REFERENCE). ONNX stores
+ * the location of an initializer kept in an external file relative to the
+ * model's directory; a model saved elsewhere gets a copy of the path from its
+ * root to every such tensor, with the location rewritten, and the model
+ * itself is never modified (several threads may save it at once). The
+ * external files themselves are never read here (external_files.c copies or
+ * links them for the other modes). */
 #ifndef RNNSTATE_MODEL_EXTERNAL_DATA_H
 #define RNNSTATE_MODEL_EXTERNAL_DATA_H
 
@@ -24,6 +26,14 @@ typedef struct relocations {
     rnnstate_error *err;
     rnnstate_status status;
 } relocations;
+
+/* Calls visit(location, tensor, arg) for every tensor stored in an external
+ * file (initializers, sparse initializers, tensor attributes, in every
+ * subgraph) until it returns false; returns false when it was stopped. */
+typedef bool (*location_visitor)(const char *location, const Onnx__TensorProto *tensor, void *arg);
+bool visit_external_locations(const Onnx__GraphProto *g, location_visitor visit, void *arg);
+/* The location of the first tensor stored outside the model, or NULL. */
+const char *first_external_location(const Onnx__GraphProto *g);
 
 /* Points external data locations at the same files from the directory of
  * `path`, in a copy held by *r (filled whatever the result; release it with

@@ -145,7 +145,10 @@ refused "the same, with --check" "$cases/cycle-identity.onnx" \
   "check failed: nodes are not in topological order: node 'i1' of graph 'g' reads 'b' before node 'i2' produces it" --check
 rewritten "initial_h initializer with short raw_data" "$cases/initializer-bad-data.onnx" "GRU 'rnn'"
 refused "external data location ../../../etc/shadow" "$cases/initializer-external.onnx" \
-  "is stored in external file '../../../../../../../../etc/shadow', which would lie outside the output's directory"
+  "is stored in external file '../../../../../../../../etc/shadow', outside the model's directory: it cannot be placed beside the output"
+refused "the same, --external-data=reference" "$cases/initializer-external.onnx" \
+  "is stored in external file '../../../../../../../../etc/shadow', which would lie outside the output's directory" \
+  --external-data=reference
 refused "external data file missing" "$cases/external-missing.onnx" \
   "external data file 'no-such-weights.bin' of tensor 'h0' cannot be found"
 rewritten "external data at an absolute path (never read)" "$cases/external-absolute.onnx" "GRU 'rnn'"

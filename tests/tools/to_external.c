@@ -1,6 +1,7 @@
-/* to-external IN OUT_DIR: writes OUT_DIR/model.onnx, a copy of IN whose
- * initializers are stored in OUT_DIR/weights.bin (ONNX external data), the
- * layout exporters use for models over 2 GB.
+/* to-external IN OUT_DIR [LOCATION]: writes OUT_DIR/model.onnx, a copy of IN
+ * whose initializers are stored in OUT_DIR/LOCATION (default weights.bin;
+ * its directories must exist) as ONNX external data, the layout exporters
+ * use for models over 2 GB.
  * to-external --locations MODEL: prints the location of every tensor of the
  * main graph stored outside the model, one per line.
  * A test tool for the rewriter's handling of external data. */
@@ -25,7 +26,7 @@ static Onnx__StringStringEntryProto *entry(const char *key, const char *value)
 }
 
 /* Moves one tensor's data to the end of `bin`. */
-static int externalize(Onnx__TensorProto *t, FILE *bin, long *offset)
+static int externalize(Onnx__TensorProto *t, FILE *bin, const char *location, long *offset)
 {
     unsigned char *bytes;
     size_t size;
@@ -47,7 +48,7 @@ static int externalize(Onnx__TensorProto *t, FILE *bin, long *offset)
     t->n_float_data = 0;
     t->has_data_location = 1;
     t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    Onnx__StringStringEntryProto *e[3] = { entry("location", "weights.bin"),
+    Onnx__StringStringEntryProto *e[3] = { entry("location", location),
                                            entry("offset", off), entry("length", len) };
     for (int i = 0; i < 3 && ok; i++)
         ok = e[i] && APPEND_PTR(&t->external_data, &t->n_external_data, e[i]);
@@ -75,8 +76,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--locations"))
         return show_locations(argv[2]);
-    if (argc != 3) {
-        fprintf(stderr, "usage: to-external IN OUT_DIR | to-external --locations MODEL\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: to-external IN OUT_DIR [LOCATION] | to-external --locations MODEL\n");
         return 2;
     }
     rnnstate_error err;
@@ -89,14 +90,15 @@ int main(int argc, char **argv)
         return 1;
     }
     char bin_path[4096], model_path[4096];
-    snprintf(bin_path, sizeof bin_path, "%s/weights.bin", argv[2]);
+    const char *location = argc == 4 ? argv[3] : "weights.bin";
+    snprintf(bin_path, sizeof bin_path, "%s/%s", argv[2], location);
     snprintf(model_path, sizeof model_path, "%s/model.onnx", argv[2]);
     FILE *bin = fopen(bin_path, "wb");
     long offset = 0;
     int ok = bin != NULL;
     Onnx__GraphProto *g = m->proto->graph;
     for (size_t i = 0; ok && i < g->n_initializer; i++)
-        ok = externalize(g->initializer[i], bin, &offset);
+        ok = externalize(g->initializer[i], bin, location, &offset);
     if (bin && fclose(bin) != 0)
         ok = 0;
     free(m->source_dir); /* written beside its weights: nothing to relocate */

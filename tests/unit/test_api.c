@@ -348,12 +348,23 @@ typedef struct paused_save {
     pthread_t thread;
 } paused_save;
 
+/* Save options whose external data files stay where they are (the
+ * locations are rewritten). */
+static rnnstate_save_options referencing(void)
+{
+    rnnstate_save_options o;
+    rnnstate_save_options_init(&o);
+    o.external_data = RNNSTATE_EXTERNAL_DATA_REFERENCE;
+    return o;
+}
+
 static void *run_save(void *arg)
 {
     paused_save *p = arg;
     rnnstate_error err;
+    rnnstate_save_options reference = referencing();
     if (p->path)
-        p->status = rnnstate_model_save_file(p->model, p->path, NULL, &err);
+        p->status = rnnstate_model_save_file(p->model, p->path, &reference, &err);
     else
         p->status = rnnstate_model_save_fd(p->model, p->fd, "<pipe>", &err);
     return NULL;
@@ -453,8 +464,9 @@ static const char *external_locations(const unsigned char *bytes, size_t size)
 }
 
 /* External data in the main graph and in an If branch, saved into other
- * directories: the output gets relocated paths, and the model keeps its own,
- * also while a save is under way. */
+ * directories with RNNSTATE_EXTERNAL_DATA_REFERENCE: the output gets
+ * relocated paths, and the model keeps its own, also while a save is under
+ * way. */
 static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsewhere(void **state)
 {
     (void)state;
@@ -491,7 +503,8 @@ static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsew
     rnnstate_error err;
     assert_int_equal(rnnstate_model_load_file(in, NULL, &model, &err), RNNSTATE_OK);
     char *out_a = mb_path_in(src, "a.onnx"), *fifo_b = mb_path_in(root, "b.onnx");
-    assert_int_equal(rnnstate_model_save_file(model, out_a, NULL, &err), RNNSTATE_OK);
+    rnnstate_save_options reference = referencing();
+    assert_int_equal(rnnstate_model_save_file(model, out_a, &reference, &err), RNNSTATE_OK);
     size_t a_size;
     unsigned char *a = mb_read_file(out_a, &a_size);
     assert_string_equal(external_locations(a, a_size), "sub/w.bin|sub/w.bin");
@@ -526,6 +539,76 @@ static void test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsew
     free(in);
     free(weights);
     free(sub);
+    free(src);
+    free(root);
+    free(bytes);
+}
+
+/* The default (COPY) and LINK put the external file beside an output in
+ * another directory, at the same location, before the model; the locations
+ * are unchanged; a mode the library does not know is refused. */
+static void test_external_data_is_copied_or_linked_beside_the_output(void **state)
+{
+    (void)state;
+    char *root = mb_temp_dir(), *src = mb_path_in(root, "src"), *dst = mb_path_in(root, "dst");
+    assert_int_equal(mkdir(src, 0777), 0);
+    assert_int_equal(mkdir(dst, 0777), 0);
+    char *weights = mb_path_in(src, "w.bin"), *in = mb_path_in(src, "in.onnx");
+    mb_write_file(weights, "\0\0\x80?\0\0\0@", 8);
+    Onnx__ModelProto *m = mb_new(7, 14);
+    mb_initializer(m, mb_external_tensor("W", "w.bin"));
+    mb_node(m, "Identity", "i", "W", "Y");
+    mb_output(m, "Y", MB_FLOAT, "2");
+    size_t size;
+    unsigned char *bytes = mb_pack(m, &size);
+    mb_free(m);
+    mb_write_file(in, bytes, size);
+    rnnstate_model *model = NULL;
+    rnnstate_error err;
+    assert_int_equal(rnnstate_model_load_file(in, NULL, &model, &err), RNNSTATE_OK);
+
+    char *out = mb_path_in(dst, "out.onnx"), *copy = mb_path_in(dst, "w.bin");
+    assert_int_equal(rnnstate_model_save_file(model, out, NULL, &err), RNNSTATE_OK);
+    size_t out_size, copy_size;
+    unsigned char *written = mb_read_file(out, &out_size), *copied = mb_read_file(copy, &copy_size);
+    Onnx__ModelProto *saved = onnx__model_proto__unpack(NULL, out_size, written);
+    assert_non_null(saved);
+    assert_string_equal(saved->graph->initializer[0]->external_data[0]->value, "w.bin");
+    onnx__model_proto__free_unpacked(saved, NULL);
+    assert_memory_equal(copied, "\0\0\x80?\0\0\0@", 8);
+    assert_int_equal(copy_size, 8);
+    struct stat a, b;
+    assert_int_equal(stat(weights, &a), 0);
+    assert_int_equal(stat(copy, &b), 0);
+    assert_true(a.st_ino != b.st_ino); /* a file of its own */
+    unlink(copy);
+
+    rnnstate_save_options o;
+    rnnstate_save_options_init(&o);
+    o.external_data = RNNSTATE_EXTERNAL_DATA_LINK;
+    assert_int_equal(rnnstate_model_save_file(model, out, &o, &err), RNNSTATE_OK);
+    assert_int_equal(stat(copy, &b), 0);
+    assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+
+    o.external_data = (rnnstate_external_data)7;
+    assert_int_equal(rnnstate_model_save_file(model, out, &o, &err), RNNSTATE_ERR_ARGUMENT);
+    assert_non_null(strstr(err.message, "external_data 7 is not a mode"));
+
+    rnnstate_model_free(model);
+    free(written);
+    free(copied);
+    unlink(copy);
+    unlink(out);
+    unlink(in);
+    unlink(weights);
+    rmdir(dst);
+    rmdir(src);
+    rmdir(root);
+    free(copy);
+    free(out);
+    free(in);
+    free(weights);
+    free(dst);
     free(src);
     free(root);
     free(bytes);
@@ -631,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_null_options_are_the_defaults),
         cmocka_unit_test(test_a_model_with_lazy_weights_is_whole_while_it_is_saved),
         cmocka_unit_test(test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsewhere),
+        cmocka_unit_test(test_external_data_is_copied_or_linked_beside_the_output),
         cmocka_unit_test(test_json_stream_writes_each_entry_as_it_is_added),
         cmocka_unit_test(test_json_stream_reports_a_failed_write),
     };

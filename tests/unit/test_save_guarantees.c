@@ -367,7 +367,10 @@ static void test_external_data_is_relocated_everywhere(void **state)
     mb_write_file(bin, "\0\0\0\0", 4);
     rnnstate_model *model = load_file_ok(in);
     rnnstate_error err;
-    if (rnnstate_model_save_file(model, out, NULL, &err) != RNNSTATE_OK)
+    rnnstate_save_options reference;
+    rnnstate_save_options_init(&reference);
+    reference.external_data = RNNSTATE_EXTERNAL_DATA_REFERENCE;
+    if (rnnstate_model_save_file(model, out, &reference, &err) != RNNSTATE_OK)
         fail_msg("%s", err.message);
     rnnstate_model_free(model);
     size_t n;

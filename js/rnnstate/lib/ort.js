@@ -23,4 +23,29 @@ function asOrtTensor(t) {
   return t instanceof Tensor ? t : new Tensor(t.type || t.dtype, t.data, Array.from(t.dims, Number));
 }
 
-module.exports = { loadOrt, asOrtTensor };
+// What to do when ONNX Runtime cannot find a model's external data (weights
+// stored in files beside the model, as for models over 2 GB), for its error
+// message; '' for other errors. ONNX Runtime reads such files only from the
+// model's own directory and below, so a model copied or written elsewhere
+// without them fails to load.
+function externalDataHint(message) {
+  if (!/external data/i.test(String(message))) return '';
+  return ' (the model keeps weights in external files, which ONNX Runtime reads only from the model\'s directory '
+    + 'and below, at the locations the model names: keep them there; rnnstate-rewrite copies them beside its output '
+    + 'by default, --external-data=copy)';
+}
+
+// Session options that let ONNX Runtime find the external data of a model it
+// loads from bytes (a copy made in memory) in the directory of the file the
+// bytes came from: without it the files are looked for in the working
+// directory, and refused. The caller's own settings win.
+function optionsForBytesOf(path, given = {}) {
+  const extra = given.extra || {};
+  const session = {
+    model_external_initializers_file_folder_path: require('path').dirname(require('path').resolve(path)),
+    ...(extra.session || {}),
+  };
+  return { ...given, extra: { ...extra, session } };
+}
+
+module.exports = { loadOrt, asOrtTensor, externalDataHint, optionsForBytesOf };

@@ -9,14 +9,15 @@ const {
   statePairs, timeAxes, streamInfo, describeBlockers, resolveStateShape, fed,
 } = require('./state');
 const { zerosTensor } = require('./tensor');
-const { loadOrt, asOrtTensor } = require('./ort');
+const { loadOrt, asOrtTensor, externalDataHint, optionsForBytesOf } = require('./ort');
 
 // The ORT source for a model whose state inputs must take fed values. With
 // --state-inputs=optional a state input has a default (an initializer of
 // the same name), and onnxruntime-node silently ignores a feed for such an
 // input: the stream would restart from zeros at every call. So those
 // initializers are left out of an in-memory copy, which ORT loads instead of
-// the file. Returns the path itself when there is nothing to leave out.
+// the file (and finds the file's external data, see optionsForBytesOf).
+// Returns the path itself when there is nothing to leave out.
 function sessionSource(path, bytes, model, pairs) {
   const defaults = pairs.map((p) => p.input).filter((n) => model.initializers.has(n));
   return defaults.length ? withoutInitializers(bytes, defaults, path) : path;
@@ -60,11 +61,14 @@ class StatefulSession {
     }
     const ort = loadOrt();
     const source = sessionSource(path, bytes, model, pairs);
+    // A copy in memory finds its external data in the file's directory.
+    const sessionOptions = typeof source === 'string' ? options.sessionOptions || {}
+      : optionsForBytesOf(path, options.sessionOptions);
     let session;
     try {
-      session = await ort.InferenceSession.create(source, options.sessionOptions || {});
+      session = await ort.InferenceSession.create(source, sessionOptions);
     } catch (e) {
-      throw new Error(`${path}: ONNX Runtime cannot load the model: ${e.message}`);
+      throw new Error(`${path}: ONNX Runtime cannot load the model: ${e.message}${externalDataHint(e.message)}`);
     }
     return new StatefulSession(session, model, pairs, options.time || timeAxes(model, path) || [], stream, path);
   }

@@ -19,7 +19,7 @@ const {
 } = require('./state');
 const tensor = require('./tensor');
 const { readNpy } = require('./npy');
-const { loadOrt, asOrtTensor } = require('./ort');
+const { loadOrt, asOrtTensor, externalDataHint } = require('./ort');
 const { StatefulSession } = require('./session');
 
 // A problem with what the caller asked (exit status 2).
@@ -208,10 +208,12 @@ async function runModel(path, feeds) {
 }
 
 // Why ONNX Runtime may refuse a model, for its error message: batch-first
-// recurrent nodes, which its CPU kernels do not run.
-function refusalHint(model) {
+// recurrent nodes, which its CPU kernels do not run, or external data it
+// cannot find (`message`: ONNX Runtime's). StatefulSession's own errors
+// carry their hint already.
+function refusalHint(model, message = '') {
   const batchFirst = ((model && model.recurrentNodes) || []).filter((n) => n.layout === 1);
-  if (!batchFirst.length) return '';
+  if (!batchFirst.length) return externalDataHint(message);
   const names = batchFirst.slice(0, 3).map((n) => `${n.op} '${n.name}'`).join(', ');
   return ` (it has batch-first (layout=1) recurrent nodes, ${names}${batchFirst.length > 3 ? ', ...' : ''}, `
     + 'which ONNX Runtime\'s CPU kernels refuse; rnnstate-rewrite --to-layout0 converts them)';
@@ -242,13 +244,13 @@ async function checkNoState(ctx) {
   try {
     outO = await runModel(paths.original, feeds);
   } catch (e) {
-    originalError = `ONNX Runtime cannot run ORIGINAL (${paths.original}): ${oneLine(e.message)}${refusalHint(ctx.original)}`;
+    originalError = `ONNX Runtime cannot run ORIGINAL (${paths.original}): ${oneLine(e.message)}${refusalHint(ctx.original, e.message)}`;
   }
   try {
     outR = await runModel(paths.rewritten, feedsR);
   } catch (e) {
     return check('no-state', 'fail', originalError
-      || `ONNX Runtime cannot run REWRITTEN (${paths.rewritten}): ${oneLine(e.message)}${refusalHint(rewritten)}`);
+      || `ONNX Runtime cannot run REWRITTEN (${paths.rewritten}): ${oneLine(e.message)}${refusalHint(rewritten, e.message)}`);
   }
   if (originalError) {
     return check('no-state', 'skipped', `${originalError}; REWRITTEN runs, but there is nothing to compare it with, `
