@@ -20,9 +20,10 @@ install(FILES include/rnnstate.h ${RNNSTATE_GENERATED_INCLUDE}/rnnstate_version.
 
 install(EXPORT rnnstateTargets NAMESPACE rnnstate:: DESTINATION ${RNNSTATE_CMAKE_DIR})
 configure_file(cmake/rnnstateConfig.cmake.in ${PROJECT_BINARY_DIR}/rnnstateConfig.cmake @ONLY)
-# 0.x: a new minor version may change the API
+# within a major version the ABI only grows (docs/library.md): a program
+# that asks for 0.2 builds against any later 0.x
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/rnnstateConfigVersion.cmake
-                                 COMPATIBILITY SameMinorVersion)
+                                 COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/rnnstateConfig.cmake
               ${PROJECT_BINARY_DIR}/rnnstateConfigVersion.cmake
         DESTINATION ${RNNSTATE_CMAKE_DIR})

@@ -72,12 +72,12 @@ extern "C" {
 #define RNNSTATE_API
 #endif
 
-/* The version of the library the program runs with, e.g. "0.1.0" (the
+/* The version of the library the program runs with, e.g. "0.2.0" (the
  * header's is RNNSTATE_VERSION_STRING, from rnnstate_version.h). */
 RNNSTATE_API const char *rnnstate_version(void);
 
-/* The same version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.1.0
- * is 100), for comparing at run time with RNNSTATE_VERSION_NUMBER, the
+/* The same version as one number, MAJOR * 10000 + MINOR * 100 + PATCH (0.2.0
+ * is 200), for comparing at run time with RNNSTATE_VERSION_NUMBER, the
  * version the program was compiled against: a program that needs a function
  * added in a later release checks `rnnstate_version_number() >= N`. */
 RNNSTATE_API int rnnstate_version_number(void);
@@ -217,7 +217,8 @@ typedef struct rnnstate_save_options {
     void *verify_arg;
     /* What a save into another directory than the model's does with the
      * files of initializers stored outside the model (external data, as for
-     * models over 2 GB). Default: RNNSTATE_EXTERNAL_DATA_COPY. */
+     * models over 2 GB). Default: RNNSTATE_EXTERNAL_DATA_COPY. Since 0.2.0
+     * (before, locations were always rewritten, as REFERENCE does). */
     rnnstate_external_data external_data;
 } rnnstate_save_options;
 

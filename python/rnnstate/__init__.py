@@ -135,7 +135,7 @@ OPTIONS = {
 
 
 def library_version():
-    """The version of the librnnstate that was loaded, e.g. "0.1.0"."""
+    """The version of the librnnstate that was loaded, e.g. "0.2.0"."""
     lib, _, _ = _lib.load()
     return lib.rnnstate_version().decode()
 

@@ -17,18 +17,24 @@ import glob
 import os
 import threading
 
-# The module's version: the library's it was written for. The library's
-# structs may change with its minor version while the major is 0 (its CMake
-# package is SameMinorVersion), so a library is taken only when its
-# MAJOR.MINOR is this one's (MAJOR alone from 1.0 on).
-VERSION = "0.1.0"
+# The module's version: the library's it was written for. Within a major
+# version the library's ABI only grows (docs/library.md: options structs gain
+# fields at their end, read up to their struct_size; the report's structs are
+# frozen), so a library is taken when its major version is this one's and
+# its MAJOR.MINOR at least this one's: an older one lacks fields this module
+# sets.
+VERSION = "0.2.0"
 ABI_MAJOR = int(VERSION.split(".")[0])
 
 
 def compatible(version):
-    """True when a library of `version` ("0.1.3") has the structs this module knows."""
-    have, want = version.split("."), VERSION.split(".")
-    return have[:2] == want[:2] if ABI_MAJOR == 0 else have[0] == want[0]
+    """True when a library of `version` ("0.2.3") has the structs this module knows."""
+    try:
+        have = [int(p) for p in version.split(".")[:2]]
+    except ValueError:
+        return False
+    want = [int(p) for p in VERSION.split(".")[:2]]
+    return len(have) == 2 and have[0] == want[0] and have[1] >= want[1]
 
 SONAME = "librnnstate.so.%d" % ABI_MAJOR
 ENV_VAR = "RNNSTATE_LIBRARY"
@@ -199,8 +205,10 @@ def load():
             except AttributeError:
                 version = "0"  # no rnnstate_version: not librnnstate
             if not compatible(version):
-                note = "%s, while this module (%s) needs librnnstate %s.x" % (
-                    "librnnstate " + version if version != "0" else "not librnnstate", VERSION, ".".join(VERSION.split(".")[:2 if ABI_MAJOR == 0 else 1]))
+                major, minor = VERSION.split(".")[:2]
+                note = "%s, while this module (%s) needs librnnstate %s.%s or a later %s.x" % (
+                    "librnnstate " + version if version != "0" else "not librnnstate", VERSION,
+                    major, minor, major)
                 if how.startswith("$"):
                     raise OSError("rnnstate: %s=%s is %s" % (ENV_VAR, path, note))
                 tried.append("%s (%s): %s" % (how, path, note))
