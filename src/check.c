@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "check.h"
 #include "graph_index.h"
 #include "model.h"
 #include "scope.h"

@@ -51,12 +51,4 @@ const lazy_tensor *model_lazy_tensor(const rnnstate_model *model, const Onnx__Te
  * if it is a lazy stub. */
 void model_release_tensor(rnnstate_model *model, Onnx__TensorProto *t);
 
-struct scope_tree;
-/* Refuses a model whose names clash in any graph (a value produced twice,
- * duplicate inputs, outputs or initializers), as the indices of `tree`
- * found them, and If nodes whose branches disagree: the rewrite's analysis
- * assumes SSA. */
-rnnstate_status validate_graph_names(const struct scope_tree *tree, const char *label,
-                                     rnnstate_error *err);
-
 #endif
