@@ -161,13 +161,15 @@ static value_entry *node_entry(graph_index *gi, const Onnx__NodeProto *node, siz
     return i < h->n ? entry_for_hashed(gi, name, h->hash[i]) : entry_for(gi, name);
 }
 
-/* Room for every value the graph can name without a node input naming
- * something undeclared (a value from an enclosing graph): declarations and
- * node outputs. Sizing the table and the entries once keeps building from
- * re-placing them as they grow. */
+/* Room for the values a graph usually has: its inputs, initializers and
+ * node outputs. Its outputs and value_info entries are not counted: they
+ * name values from those as a rule (counting them sized the entries of a
+ * value_info'd graph for twice its values), and a name from elsewhere (a
+ * value of an enclosing graph) grows the entries and the table. Sizing
+ * them once keeps building from re-placing them as they grow. */
 static bool reserve_values(graph_index *gi, const Onnx__GraphProto *g)
 {
-    size_t n = g->n_input + g->n_initializer + g->n_output + g->n_value_info;
+    size_t n = g->n_input + g->n_initializer;
     for (size_t i = 0; i < g->n_node; i++)
         n += g->node[i]->n_output;
     if (n > INT_MAX || !reserve_slots(gi, n))

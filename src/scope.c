@@ -2,7 +2,6 @@
 #include "scope.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,26 +10,41 @@
 
 static void scope_free(scope *s);
 
+/* Appends `len` bytes of `text` at *at. */
+static void put(char **at, const char *text, size_t len)
+{
+    memcpy(*at, text, len);
+    *at += len;
+}
+
 /* A scope with its path ("main", "main/If_25.then_branch") and, after the
- * path's terminating zero, its attribute name, both in text[]. */
+ * path's terminating zero, its attribute name, both in text[] (copied, not
+ * formatted: snprintf took a tenth of indexing 10,000 If branches). */
 static scope *scope_new(rnnstate_model *model, Onnx__GraphProto *graph, scope *parent,
                         size_t parent_node, const char *attr_name, const char *node_label,
                         bool in_loop)
 {
-    size_t attr_len = strlen(attr_name);
-    size_t n = (parent ? strlen(parent->path) : 0) + strlen(node_label) + attr_len + 8;
-    scope *s = malloc(sizeof *s + n + attr_len + 1);
+    size_t attr_len = strlen(attr_name), label_len = strlen(node_label);
+    size_t parent_len = parent ? strlen(parent->path) : 0;
+    size_t path_len = parent ? parent_len + 1 + label_len + 1 + attr_len : 4;
+    scope *s = malloc(sizeof *s + path_len + 1 + attr_len + 1);
     if (!s)
         return NULL;
     *s = (scope){ .model = model, .graph = graph, .index = GRAPH_INDEX_INIT, .parent = parent,
                   .parent_node = parent_node, .in_loop = in_loop };
-    s->path = s->text;
-    if (parent)
-        snprintf(s->path, n, "%s/%s.%s", parent->path, node_label, attr_name);
-    else
-        snprintf(s->path, n, "main");
-    s->attr_name = s->path + strlen(s->path) + 1;
-    memcpy(s->attr_name, attr_name, attr_len + 1);
+    char *at = s->path = s->text;
+    if (parent) {
+        put(&at, parent->path, parent_len);
+        put(&at, "/", 1);
+        put(&at, node_label, label_len);
+        put(&at, ".", 1);
+        put(&at, attr_name, attr_len);
+    } else {
+        put(&at, "main", 4);
+    }
+    put(&at, "", 1);
+    s->attr_name = at;
+    put(&at, attr_name, attr_len + 1);
     if (!graph_index_build(&s->index, graph)) {
         scope_free(s);
         return NULL;
