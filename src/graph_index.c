@@ -98,6 +98,12 @@ static bool copy_names(graph_index *gi)
 /* The entry for `name`, whose length and hash (strmap_key_hash) are known. */
 static value_entry *entry_for_hashed(graph_index *gi, const char *name, uint32_t hash)
 {
+    if (!reserve_slots(gi, gi->n_values + 1))
+        return NULL;
+    graph_index_slot *s = slot_for(gi, name, hash);
+    if (s->at1)
+        return &gi->values[s->at1 - 1];
+    /* grown only for a new name: entries sized exactly stay so */
     if (gi->n_values == gi->cap_values) {
         size_t cap = gi->cap_values ? (size_t)gi->cap_values * 2 : 8;
         value_entry *grown = cap <= INT_MAX ? realloc(gi->values, cap * sizeof *grown) : NULL;
@@ -106,11 +112,6 @@ static value_entry *entry_for_hashed(graph_index *gi, const char *name, uint32_t
         gi->values = grown;
         gi->cap_values = (uint32_t)cap;
     }
-    if (!reserve_slots(gi, gi->n_values + 1))
-        return NULL;
-    graph_index_slot *s = slot_for(gi, name, hash);
-    if (s->at1)
-        return &gi->values[s->at1 - 1];
     *s = (graph_index_slot){ hash, (uint32_t)gi->n_values + 1 };
     value_entry *e = &gi->values[gi->n_values++];
     *e = (value_entry){ .name = name, .producer = -1, .producer_slot = -1, .graph_input = -1,
