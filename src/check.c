@@ -235,7 +235,7 @@ rnnstate_status rnnstate_model_check(const rnnstate_model *model, const rnnstate
                                      rnnstate_error *err)
 {
     Onnx__GraphProto *g = model->proto->graph;
-    graph_index gi = { .by_name = STRMAP_INIT };
+    graph_index gi = GRAPH_INDEX_INIT;
     if (!graph_index_build(&gi, g))
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
     oom_clear();

@@ -9,23 +9,110 @@
 
 #include "model/onnx_build.h"
 
-/* The entry for `name`, whose length and hash (strmap_key_hash) are known. */
-static value_entry *entry_for_hashed(graph_index *gi, const char *name, size_t len,
-                                     uint32_t hash)
+/* ---- the table of names ------------------------------------------------
+ * Slots of 8 bytes (hash, position) over the entries; a name is compared
+ * with the entry's own name. While the index is built, the entries' names
+ * are the graph's strings; copy_names() then gives them the index's copies
+ * in one block, so that the index stays safe to read after a pass renamed
+ * or freed a name (the map used before owned 16-byte slots and key blocks
+ * of at least 128 bytes: a one-node subgraph paid 300 bytes for them). */
+
+/* The slot holding `name` (hash `hash`), or the empty slot where it goes. */
+static graph_index_slot *slot_for(const graph_index *gi, const char *name, uint32_t hash)
 {
+    size_t mask = gi->cap_slots - 1, i = hash & mask;
+    for (;; i = (i + 1) & mask) {
+        graph_index_slot *s = &gi->slots[i];
+        if (!s->at1 || (s->hash == hash && strcmp(gi->values[s->at1 - 1].name, name) == 0))
+            return s;
+    }
+}
+
+/* A table of `cap` slots (a power of two) holding every entry so far; the
+ * hashes are kept, so nothing is hashed again. */
+static bool resize_slots(graph_index *gi, size_t cap)
+{
+    if (cap > ((size_t)1 << 31))
+        return false;
+    graph_index_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return false;
+    for (size_t i = 0; i < gi->cap_slots; i++) {
+        graph_index_slot s = gi->slots[i];
+        size_t j = s.hash & (cap - 1);
+        while (s.at1 && slots[j].at1)
+            j = (j + 1) & (cap - 1);
+        if (s.at1)
+            slots[j] = s;
+    }
+    free(gi->slots);
+    gi->slots = slots;
+    gi->cap_slots = (uint32_t)cap;
+    return true;
+}
+
+/* Room in the table for `n` names in all (load <= 1/2). */
+static bool reserve_slots(graph_index *gi, size_t n)
+{
+    size_t cap = gi->cap_slots ? gi->cap_slots : 4;
+    while (cap / 2 < n) {
+        if (cap > ((size_t)1 << 30))
+            return false;
+        cap *= 2;
+    }
+    return cap == gi->cap_slots || resize_slots(gi, cap);
+}
+
+static void prefetch_slot(const graph_index *gi, uint32_t hash)
+{
+    if (gi->cap_slots)
+        __builtin_prefetch(&gi->slots[hash & (gi->cap_slots - 1)]);
+}
+
+/* Every entry's name copied into one block of the index (reused when an
+ * index is rebuilt); the entries and `duplicate` then point there. */
+static bool copy_names(graph_index *gi)
+{
+    size_t total = 0;
+    for (size_t v = 0; v < gi->n_values; v++)
+        total += strlen(gi->values[v].name) + 1;
+    if (total > gi->names_cap || total < gi->names_cap / 2) {
+        char *names = realloc(gi->names, total ? total : 1);
+        if (!names)
+            return false;
+        gi->names = names;
+        gi->names_cap = total;
+    }
+    char *at = gi->names;
+    for (size_t v = 0; v < gi->n_values; v++) {
+        size_t len = strlen(gi->values[v].name) + 1;
+        memcpy(at, gi->values[v].name, len);
+        if (gi->duplicate == gi->values[v].name)
+            gi->duplicate = at;
+        gi->values[v].name = at;
+        at += len;
+    }
+    return true;
+}
+
+/* The entry for `name`, whose length and hash (strmap_key_hash) are known. */
+static value_entry *entry_for_hashed(graph_index *gi, const char *name, uint32_t hash)
+{
+    if (!reserve_slots(gi, gi->n_values + 1))
+        return NULL;
+    graph_index_slot *s = slot_for(gi, name, hash);
+    if (s->at1)
+        return &gi->values[s->at1 - 1];
+    /* grown only for a new name: entries sized exactly stay so */
     if (gi->n_values == gi->cap_values) {
-        size_t cap = gi->cap_values ? gi->cap_values * 2 : 8;
-        value_entry *grown = realloc(gi->values, cap * sizeof *grown);
+        size_t cap = gi->cap_values ? (size_t)gi->cap_values * 2 : 8;
+        value_entry *grown = cap <= INT_MAX ? realloc(gi->values, cap * sizeof *grown) : NULL;
         if (!grown)
             return NULL;
         gi->values = grown;
-        gi->cap_values = cap;
+        gi->cap_values = (uint32_t)cap;
     }
-    int at = strmap_intern_hashed(&gi->by_name, name, len, hash, (int)gi->n_values);
-    if (at < 0)
-        return NULL;
-    if ((size_t)at < gi->n_values)
-        return &gi->values[at];
+    *s = (graph_index_slot){ hash, (uint32_t)gi->n_values + 1 };
     value_entry *e = &gi->values[gi->n_values++];
     *e = (value_entry){ .name = name, .producer = -1, .producer_slot = -1, .graph_input = -1,
                         .initializer = -1, .graph_output = -1, .value_info = -1 };
@@ -34,8 +121,7 @@ static value_entry *entry_for_hashed(graph_index *gi, const char *name, size_t l
 
 static value_entry *entry_for(graph_index *gi, const char *name)
 {
-    size_t len = strlen(name);
-    return entry_for_hashed(gi, name, len, strmap_key_hash(name, len));
+    return entry_for_hashed(gi, name, strmap_key_hash(name, strlen(name)));
 }
 
 /* A node's names (outputs, then inputs; the first AHEAD_NAMES of them)
@@ -46,7 +132,6 @@ static value_entry *entry_for(graph_index *gi, const char *name)
 #define AHEAD_NODES 2
 typedef struct hashed_names {
     uint32_t hash[AHEAD_NAMES];
-    size_t len[AHEAD_NAMES];
     size_t n;
 } hashed_names;
 
@@ -60,9 +145,8 @@ static void hash_ahead(const graph_index *gi, const Onnx__NodeProto *node, hashe
     h->n = 0;
     for (size_t i = 0; i < node->n_output + node->n_input && h->n < AHEAD_NAMES; i++) {
         const char *name = node_name_at(node, i);
-        h->len[h->n] = strlen(name);
-        h->hash[h->n] = strmap_key_hash(name, h->len[h->n]);
-        strmap_prefetch(&gi->by_name, h->hash[h->n]);
+        h->hash[h->n] = strmap_key_hash(name, strlen(name));
+        prefetch_slot(gi, h->hash[h->n]);
         h->n++;
     }
 }
@@ -75,27 +159,29 @@ static value_entry *node_entry(graph_index *gi, const Onnx__NodeProto *node, siz
     const char *name = node_name_at(node, i);
     if (!*name)
         return NULL;
-    return i < h->n ? entry_for_hashed(gi, name, h->len[i], h->hash[i]) : entry_for(gi, name);
+    return i < h->n ? entry_for_hashed(gi, name, h->hash[i]) : entry_for(gi, name);
 }
 
-/* Room for every value the graph can name without a node input naming
- * something undeclared (a value from an enclosing graph): declarations and
- * node outputs. Sizing the table and the entries once keeps building from
- * re-placing them as they grow. */
+/* Room for the values a graph usually has: its inputs, initializers and
+ * node outputs. Its outputs and value_info entries are not counted: they
+ * name values from those as a rule (counting them sized the entries of a
+ * value_info'd graph for twice its values), and a name from elsewhere (a
+ * value of an enclosing graph) grows the entries and the table. Sizing
+ * them once keeps building from re-placing them as they grow. */
 static bool reserve_values(graph_index *gi, const Onnx__GraphProto *g)
 {
-    size_t n = g->n_input + g->n_initializer + g->n_output + g->n_value_info;
+    size_t n = g->n_input + g->n_initializer;
     for (size_t i = 0; i < g->n_node; i++)
         n += g->node[i]->n_output;
-    if (n > INT_MAX || !strmap_reserve(&gi->by_name, n))
+    if (n > INT_MAX || !reserve_slots(gi, n))
         return false;
-    if (gi->cap_values >= n && gi->values)
+    if (gi->cap_values >= n && gi->values && gi->cap_values / 2 <= n)
         return true;
     value_entry *values = realloc(gi->values, (n ? n : 1) * sizeof *values);
     if (!values)
         return false;
     gi->values = values;
-    gi->cap_values = n ? n : 1;
+    gi->cap_values = n ? (uint32_t)n : 1;
     return true;
 }
 
@@ -127,7 +213,7 @@ static bool mark_subgraph_reads(const Onnx__GraphProto *graph, void *ctx)
     for (size_t n = 0; n < graph->n_node; n++) {
         const Onnx__NodeProto *node = graph->node[n];
         for (size_t i = 0; i < node->n_input; i++) {
-            int at = strmap_get(&gi->by_name, str_or_empty(node->input[i]));
+            int at = graph_index_at(gi, str_or_empty(node->input[i]));
             if (at >= 0)
                 gi->values[at].read_by_subgraph = true;
         }
@@ -135,7 +221,7 @@ static bool mark_subgraph_reads(const Onnx__GraphProto *graph, void *ctx)
             return false;
     }
     for (size_t o = 0; o < graph->n_output; o++) {
-        int at = strmap_get(&gi->by_name, str_or_empty(graph->output[o]->name));
+        int at = graph_index_at(gi, str_or_empty(graph->output[o]->name));
         if (at >= 0)
             gi->values[at].read_by_subgraph = true;
     }
@@ -196,14 +282,24 @@ static void index_consumers(graph_index *gi, Onnx__GraphProto *g)
     }
 }
 
-/* *array resized to n items (at least one); false when out of memory, the
- * array then unchanged (the index frees it). */
-static bool resize_array(void **array, size_t n, size_t size)
+/* node_first, node_values and consumer_store carved out of one block
+ * (kept across rebuilds unless it is more than twice what is needed). */
+static bool reserve_node_store(graph_index *gi, size_t n_node, size_t names, size_t reads)
 {
-    void *resized = realloc(*array, (n ? n : 1) * size);
-    if (resized)
-        *array = resized;
-    return resized != NULL;
+    size_t firsts = (n_node + 1) * sizeof(size_t);
+    if (n_node >= SIZE_MAX / 4 / sizeof(size_t) || names + reads >= SIZE_MAX / 4 / sizeof(int))
+        return false;
+    size_t bytes = firsts + (names + reads) * sizeof(int);
+    if (bytes > gi->node_bytes || bytes < gi->node_bytes / 2) {
+        void *store = realloc(gi->node_first, bytes);
+        if (!store)
+            return false;
+        gi->node_first = store;
+        gi->node_bytes = bytes;
+    }
+    gi->node_values = (int *)((char *)gi->node_first + firsts);
+    gi->consumer_store = gi->node_values + names;
+    return true;
 }
 
 static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
@@ -213,9 +309,7 @@ static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
         reads += g->node[n]->n_input;
         names += g->node[n]->n_input + g->node[n]->n_output;
     }
-    if (!resize_array((void **)&gi->node_values, names, sizeof *gi->node_values) ||
-        !resize_array((void **)&gi->node_first, g->n_node + 1, sizeof *gi->node_first) ||
-        !resize_array((void **)&gi->consumer_store, reads, sizeof *gi->consumer_store))
+    if (!reserve_node_store(gi, g->n_node, names, reads))
         return false;
     size_t k = 0;
     hashed_names ahead[AHEAD_NODES + 1];
@@ -286,13 +380,86 @@ static void graph_index_free_memos(graph_index *gi)
  * indexed again after a pass changed it a little, and memory already in
  * use is not faulted in and zeroed by the kernel a second time (a third of
  * a rebuild's time on a graph of a million nodes). */
+static void unpack(graph_index *gi);
+
 static void graph_index_reset(graph_index *gi)
 {
     graph_index_free_memos(gi);
-    strmap_clear(&gi->by_name);
-    gi->recent_name = NULL;
+    unpack(gi);
+    if (gi->slots)
+        memset(gi->slots, 0, gi->cap_slots * sizeof *gi->slots);
+    gi->recent_at1 = 0;
     gi->n_values = 0;
     gi->duplicate = gi->duplicate_kind = NULL;
+}
+
+/* An index this small (its four blocks together, in bytes) is packed into
+ * one block once built: most subgraphs (If branches) have a node or two,
+ * and four blocks cost four allocation headers and four roundings. */
+#define PACK_MAX 2048
+
+static size_t align8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+/* The index's blocks copied into one, sized to what it holds; the pointers
+ * into them (entries' names and consumers, duplicate) moved with them.
+ * Harmless when out of memory: the index stays in its four blocks. */
+static void pack(graph_index *gi)
+{
+    size_t values = align8(gi->n_values * sizeof *gi->values), nodes = align8(gi->node_bytes);
+    size_t slots = gi->cap_slots * sizeof *gi->slots, names = gi->names_cap;
+    if (values + nodes + slots + names > PACK_MAX)
+        return;
+    char *block = malloc(values + nodes + slots + names);
+    if (!block)
+        return;
+    value_entry *v = (value_entry *)block;
+    size_t *first = (size_t *)(block + values);
+    graph_index_slot *sl = (graph_index_slot *)(block + values + nodes);
+    char *text = block + values + nodes + slots;
+    memcpy(v, gi->values, gi->n_values * sizeof *v);
+    memcpy(first, gi->node_first, gi->node_bytes);
+    memcpy(sl, gi->slots, slots);
+    memcpy(text, gi->names, names);
+    int *node_values = (int *)((char *)first + ((char *)gi->node_values - (char *)gi->node_first));
+    int *consumer_store = node_values + (gi->consumer_store - gi->node_values);
+    for (size_t i = 0; i < gi->n_values; i++) {
+        v[i].name = text + (v[i].name - gi->names);
+        v[i].consumers = consumer_store + (v[i].consumers - gi->consumer_store);
+    }
+    if (gi->duplicate)
+        gi->duplicate = text + (gi->duplicate - gi->names);
+    free(gi->values);
+    free(gi->node_first);
+    free(gi->slots);
+    free(gi->names);
+    gi->values = v;
+    gi->cap_values = (uint32_t)gi->n_values;
+    gi->node_first = first;
+    gi->node_values = node_values;
+    gi->consumer_store = consumer_store;
+    gi->slots = sl;
+    gi->names = text;
+    gi->packed = true;
+}
+
+/* A packed index's block given back before a rebuild, which makes its own
+ * blocks (and packs them again if they are still small). */
+static void unpack(graph_index *gi)
+{
+    if (!gi->packed)
+        return;
+    free(gi->values);
+    gi->values = NULL;
+    gi->node_first = NULL;
+    gi->node_values = gi->consumer_store = NULL;
+    gi->slots = NULL;
+    gi->names = NULL;
+    gi->cap_values = gi->cap_slots = 0;
+    gi->names_cap = gi->node_bytes = 0;
+    gi->packed = false;
 }
 
 bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
@@ -303,33 +470,42 @@ bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
               index_nodes(gi, graph);
     for (size_t n = 0; ok && n < graph->n_node; n++)
         ok = for_each_subgraph(graph->node[n], mark_subgraph_reads, gi);
+    ok = ok && copy_names(gi);
     if (!ok)
         graph_index_free(gi);
+    else
+        pack(gi);
     return ok;
 }
 
 void graph_index_free(graph_index *gi)
 {
     graph_index_free_memos(gi);
-    free(gi->consumer_store);
-    free(gi->node_values);
+    unpack(gi);
     free(gi->node_first);
     free(gi->values);
-    strmap_free(&gi->by_name);
-    *gi = (graph_index){ .by_name = STRMAP_INIT };
+    free(gi->slots);
+    free(gi->names);
+    *gi = (graph_index)GRAPH_INDEX_INIT;
+}
+
+int graph_index_at(const graph_index *gi, const char *name)
+{
+    if (!gi->cap_slots)
+        return -1;
+    const graph_index_slot *s = slot_for(gi, name, strmap_key_hash(name, strlen(name)));
+    return s->at1 ? (int)s->at1 - 1 : -1;
 }
 
 const value_entry *graph_index_find(const graph_index *gi, const char *name)
 {
-    if (gi->recent_name && strcmp(gi->recent_name, name) == 0)
-        return &gi->values[gi->recent_at];
-    const char *stored = NULL;
-    int at = strmap_get_key(&gi->by_name, name, &stored);
+    if (gi->recent_at1 && strcmp(gi->values[gi->recent_at1 - 1].name, name) == 0)
+        return &gi->values[gi->recent_at1 - 1];
+    int at = graph_index_at(gi, name);
     if (at < 0)
         return NULL;
     graph_index *m = (graph_index *)gi; /* the cache is logically part of the index, as the memos */
-    m->recent_name = stored;
-    m->recent_at = at;
+    m->recent_at1 = (uint32_t)at + 1;
     return &gi->values[at];
 }
 

@@ -1,7 +1,7 @@
 /* graph_index: who produces and who reads every value of one graph.
  *
  * Invariants: an index describes its graph as it was when graph_index_build()
- * ran; the `name` pointers borrow the graph's strings. A pass that changes the
+ * ran; the `name` pointers are the index's own copies. A pass that changes the
  * graph rebuilds the index (graph_index_build() again) before relying on it.
  * Indices (node, input, initializer, ...) are positions in the GraphProto's
  * arrays; -1 means "none". Building is linear in the size of the graph. */
@@ -10,22 +10,24 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "onnx.pb-c.h"
 #include "util/strmap.h"
 
 typedef struct value_entry {
-    const char *name;
+    const char *name;    /* the index's own copy (valid while the index is,
+                            also after a pass renamed or freed the graph's) */
+    int *consumers;      /* node indices (a slice of the index's consumer_store) */
     int producer;        /* node producing the value */
     int producer_slot;   /* which of its outputs */
     int graph_input;
     int initializer;
     int graph_output;
     int value_info;
-    size_t n_consumers;  /* reads by nodes of this graph, one per input slot */
-    int *consumers;      /* node indices (a slice of the index's consumer_store) */
+    uint32_t n_consumers;  /* reads by nodes of this graph, one per input slot */
     bool read_by_subgraph; /* named by a node inside a subgraph (outer-scope use) */
-} value_entry;
+} value_entry; /* 48 bytes: a large graph has one per value */
 
 /* The analyses that keep answers per value of an index, one slot each. */
 typedef enum graph_index_memo_slot {
@@ -37,12 +39,26 @@ typedef enum graph_index_memo_slot {
     GRAPH_INDEX_MEMOS
 } graph_index_memo_slot;
 
+/* One slot of an index's hash table: 8 bytes, the value's position and the
+ * low 32 bits of its name's hash (placing the slot and ruling out most
+ * names without reading them). The name itself is the entry's. */
+typedef struct graph_index_slot {
+    uint32_t hash;
+    uint32_t at1; /* the value's position + 1; 0: empty */
+} graph_index_slot;
+
 typedef struct graph_index {
     Onnx__GraphProto *graph;
-    strmap by_name;
     value_entry *values;
     size_t n_values;
-    size_t cap_values;
+    uint32_t cap_values;
+    uint32_t cap_slots;      /* a power of two, or 0 */
+    graph_index_slot *slots; /* by name, open addressing, load <= 1/2 */
+    char *names;             /* every value's name, one after another */
+    size_t names_cap;
+    /* node_first, node_values and consumer_store share one allocation (at
+     * node_first) of node_bytes: a subgraph of one node costs one block. */
+    size_t node_bytes;
     int *consumer_store; /* every value's consumers, one slice after another */
     /* The value each node's inputs and then outputs name, in node order:
      * node n's are node_values[node_first[n] ...], its inputs first; -1 for
@@ -54,11 +70,13 @@ typedef struct graph_index {
      * is: "graph input", "initializer", "value produced", "graph output". */
     const char *duplicate;
     const char *duplicate_kind;
-    /* The name graph_index_find() found last (the map's copy) and its
-     * value: the analyses ask for the same value several times in a row,
-     * and comparing it costs less than hashing it again. */
-    const char *recent_name;
-    int recent_at;
+    /* The value graph_index_find() found last + 1 (0: none): the analyses
+     * ask for the same value several times in a row, and comparing its name
+     * costs less than hashing it again. */
+    uint32_t recent_at1;
+    /* values, node_first (with node_values and consumer_store), slots and
+     * names share one exact block at `values` (a small graph, see pack()) */
+    bool packed;
     /* The analyses' answers memoized per value of this index, one table per
      * analysis (analysis/memo.h); freed with memo_free[] when the index is
      * rebuilt or freed, so they never outlive the graph they describe. */
@@ -66,12 +84,17 @@ typedef struct graph_index {
     void (*memo_free[GRAPH_INDEX_MEMOS])(void *table);
 } graph_index;
 
+/* An index that describes nothing yet (graph_index_build() fills it). */
+#define GRAPH_INDEX_INIT { 0 }
+
 /* Indexes `graph`. Returns false when out of memory (the index is then empty). */
 bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph);
 void graph_index_free(graph_index *gi);
 
 /* The entry for a value name, or NULL when the graph does not mention it. */
 const value_entry *graph_index_find(const graph_index *gi, const char *name);
+/* The position of that entry in gi->values, or -1. */
+int graph_index_at(const graph_index *gi, const char *name);
 
 /* The values node n reads: n_input entries (-1 for an empty name). */
 const int *graph_index_node_inputs(const graph_index *gi, size_t n);

@@ -14,14 +14,30 @@
 #define RNNSTATE_NAME_REGISTRY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "scope.h"
 #include "util/strmap.h"
 
+/* A set of names: 8-byte slots (hash, where the name starts + 1) over one
+ * growing block of the names, zero-terminated one after another (a strmap
+ * takes 16-byte slots and key blocks of at least 128 bytes). */
+typedef struct name_set_slot {
+    uint32_t hash;
+    uint32_t at1; /* 0: empty */
+} name_set_slot;
+
+typedef struct name_set {
+    name_set_slot *slots;
+    size_t cap, count; /* cap: a power of two, or 0; load <= 1/2 */
+    char *text;
+    size_t used, text_cap;
+} name_set;
+
 typedef struct name_registry {
     const scope_tree *tree; /* where the names are collected from */
     bool filled;            /* they have been */
-    strmap names;
+    name_set names;
     strmap next_suffix; /* per base name: the first suffix not yet tried */
 } name_registry;
 

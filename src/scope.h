@@ -35,20 +35,27 @@ typedef struct pending_list {
 
 struct rnnstate_model;
 
+/* What passes queue for a scope's graph until scope_tree_flush(); allocated
+ * at a scope's first queued change, since most subgraphs never get one. */
+typedef struct scope_edits {
+    queued_node *queued;
+    size_t n_queued, cap_queued;
+    pending_list new_inputs, new_outputs, new_initializers;
+    strmap forgotten_value_info; /* names whose value_info entries go at the flush */
+} scope_edits;
+
 typedef struct scope {
     struct rnnstate_model *model; /* for reading lazy initializers */
     Onnx__GraphProto *graph;
     graph_index index;
     struct scope *parent;   /* NULL for the main graph */
     size_t parent_node;     /* the If/Loop/Scan node in the parent holding this graph */
-    char *attr_name;        /* "then_branch", "else_branch", "body", ... */
-    char *path;             /* "main", "main/If_25.then_branch", ... */
+    char *path;             /* "main", "main/If_25.then_branch", ... (in text[]) */
+    char *attr_name;        /* "then_branch", "else_branch", "body", ... (in text[]) */
     bool in_loop;           /* this graph or an enclosing one is a Loop/Scan body */
     bool stale;             /* the graph changed since its index was built */
-    queued_node *queued;
-    size_t n_queued, cap_queued;
-    pending_list new_inputs, new_outputs, new_initializers;
-    strmap forgotten_value_info; /* names whose value_info entries go at the flush */
+    scope_edits *edits;     /* NULL until a change is queued */
+    char text[];            /* path and attr_name: one allocation a scope */
 } scope;
 
 typedef struct scope_tree {

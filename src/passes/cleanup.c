@@ -24,7 +24,7 @@ typedef struct cleanup {
 
 static int entry_of(const graph_index *gi, const char *name)
 {
-    return strmap_get(&gi->by_name, name);
+    return graph_index_at(gi, name);
 }
 
 static bool unread(const cleanup *c, int v)

@@ -140,7 +140,7 @@ static int32_t type_in_scope(const elem_types *et, size_t i, const char *value)
 {
     if (!et->types[i]) /* not typed yet */
         return 0;
-    int v = strmap_get(&et->tree->scopes[i]->index.by_name, value);
+    int v = graph_index_at(&et->tree->scopes[i]->index, value);
     return v >= 0 ? et->types[i][v] : 0;
 }
 
@@ -306,7 +306,7 @@ static int32_t output_type(const elem_types *et, const scope *s, const Onnx__Nod
  * value_info, outputs. */
 static void put_declared(int32_t *types, const graph_index *gi, const char *name, int32_t t)
 {
-    int v = name && *name && t > 0 ? strmap_get(&gi->by_name, name) : -1;
+    int v = name && *name && t > 0 ? graph_index_at(gi, name) : -1;
     if (v >= 0 && types[v] <= 0)
         types[v] = t;
 }

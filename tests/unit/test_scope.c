@@ -261,7 +261,7 @@ static const char *duplicate_kind(const char *extra)
         mb_initializer_filled(m, "W", MB_FLOAT, MB_DIMS(2), 1.0);
     if (strstr(extra, "input"))
         mb_input(m, "X", MB_FLOAT, "2");
-    graph_index gi = { .by_name = STRMAP_INIT };
+    graph_index gi = GRAPH_INDEX_INIT;
     assert_true(graph_index_build(&gi, m->graph));
     const char *kind = gi.duplicate_kind;
     if (kind)
