@@ -454,6 +454,7 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
         st = model_write_check(model, job.proto, &job.sizes, err);
     if (st == RNNSTATE_OK)
         st = write_atomically(path, &job, err);
+    model_write_sizes_free(&job.sizes);
     release_relocations(&r);
     return st;
 }
