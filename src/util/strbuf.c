@@ -205,9 +205,16 @@ static void add_escaped(strbuf *sb, const char *s, bool json)
         const unsigned char *run = p;
         uint32_t cp = 0;
         size_t n;
-        while ((n = utf8_sequence(p, &cp)) && !is_unsafe_code_point(cp) && !short_escape(cp) &&
-               !(json && cp == '"'))
+        for (;;) {
+            /* printable ASCII but for the two that may be escaped: kept as
+             * is, in both styles, without decoding (names mostly are) */
+            while (*p >= 0x20 && *p < 0x7f && *p != '\\' && *p != '"')
+                p++;
+            if (!(n = utf8_sequence(p, &cp)) || is_unsafe_code_point(cp) || short_escape(cp) ||
+                (json && cp == '"'))
+                break;
             p += n;
+        }
         sb_add(sb, (const char *)run, (size_t)(p - run));
         if (!*p)
             break;
