@@ -379,7 +379,9 @@ static void add_names_text(strbuf *sb, const char *what, size_t n, const char *c
 {
     if (!n)
         return;
-    sb_addf(sb, "; %s ", what);
+    sb_adds(sb, "; ");
+    sb_adds(sb, what);
+    sb_adds(sb, " ");
     for (size_t i = 0; i < n; i++) {
         sb_adds(sb, i ? ", " : "");
         sb_add_escaped(sb, names[i]);
@@ -433,9 +435,11 @@ static void add_pair_text(strbuf *sb, const rnnstate_state_pair *p, const char *
     const char *const after[] = { ": state ", " -> ", " " };
     add_escaped_between(sb, 3, values, after);
     add_shape(sb, p, false);
-    sb_addf(sb, " %s, %s%s%s\n", p->dtype, p->optional ? "optional" : "required",
-            p->added ? "" : ", already in the model",
-            p->kind == RNNSTATE_PAIR_CONTEXT ? ", context" : "");
+    sb_adds(sb, " ");
+    sb_adds(sb, p->dtype);
+    sb_adds(sb, p->optional ? ", optional" : ", required");
+    sb_adds(sb, p->added ? "" : ", already in the model");
+    sb_adds(sb, p->kind == RNNSTATE_PAIR_CONTEXT ? ", context\n" : "\n");
 }
 
 static void add_time_axis_text(strbuf *sb, const rnnstate_time_axis *t, const char *label)
@@ -576,20 +580,28 @@ static void add_json_node(strbuf *sb, const rnnstate_node_report *n)
         { "outputs_added", n->n_outputs_added, n->outputs_added },
         { "decisions", n->n_decisions, n->decisions },
     };
+    /* the keys and words appended as they are: one entry per recurrent node */
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
-        sb_addf(sb, "%s\"%s\": ", i ? ", " : "{", strings[i].key);
+        sb_adds(sb, i ? ", \"" : "{\"");
+        sb_adds(sb, strings[i].key);
+        sb_adds(sb, "\": ");
         sb_add_json_string(sb, strings[i].value);
     }
-    sb_addf(sb, ", \"status\": \"%s\", \"reason\": ", status_word(n->status));
+    sb_adds(sb, ", \"status\": \"");
+    sb_adds(sb, status_word(n->status));
+    sb_adds(sb, "\", \"reason\": ");
     sb_add_json_string(sb, n->reason);
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-        sb_addf(sb, ", \"%s\": ", lists[i].key);
+        sb_adds(sb, ", \"");
+        sb_adds(sb, lists[i].key);
+        sb_adds(sb, "\": ");
         add_json_names(sb, lists[i].n, lists[i].names);
     }
+    sb_adds(sb, ", \"fixed_sequence_length\": ");
     if (n->fixed_sequence_length >= 0)
-        sb_addf(sb, ", \"fixed_sequence_length\": %lld", (long long)n->fixed_sequence_length);
+        add_int(sb, (long long)n->fixed_sequence_length);
     else
-        sb_adds(sb, ", \"fixed_sequence_length\": null");
+        sb_adds(sb, "null");
     sb_adds(sb, "}");
 }
 
