@@ -362,6 +362,11 @@ typedef struct rnnstate_options {
      * exactly; false keeps the recurrent state only (such nodes then block
      * exact streaming). Default: true. */
     bool context_caches;
+    /* Leave each node's decisions (rnnstate_node_report.decisions, which
+     * the verbose text and the JSON report show) empty, for a caller that
+     * shows neither: a chained model has one per state slot, each formatted
+     * text. Default: false (the decisions are recorded). */
+    bool no_decisions;
 } rnnstate_options;
 
 #define RNNSTATE_DEFAULT_NAME_TEMPLATE "{op}_{k}_{slot}"

@@ -39,6 +39,7 @@ static bool push_string(report_builder *rb, size_t *n, const char *const **items
 bool report_builder_init(report_builder *rb)
 {
     rb->oom = false;
+    rb->skip_decisions = false;
     rb->pair_keys = (strmap)STRMAP_INIT;
     rb->report = calloc(1, sizeof *rb->report);
     return rb->report != NULL;
@@ -154,6 +155,8 @@ void report_node_warn(report_builder *rb, size_t node, const char *fmt, ...)
 
 void report_node_decide(report_builder *rb, size_t node, const char *fmt, ...)
 {
+    if (rb->skip_decisions)
+        return; /* not formatted: nobody reads it */
     FORMAT_INTO(text, fmt);
     push_node_string(rb, node, NODE_DECISIONS, text);
 }
@@ -189,7 +192,9 @@ void report_add_pair(report_builder *rb, const char *input, const char *output,
 {
     rnnstate_report *r = rb->report;
     strbuf key = STRBUF_INIT;
-    sb_addf(&key, "%s\x1f%s", input, output);
+    sb_adds(&key, input);
+    sb_add(&key, "\x1f", 1);
+    sb_adds(&key, output);
     bool seen = strmap_get(&rb->pair_keys, key.buf) >= 0;
     if (!seen && (key.oom || !strmap_put(&rb->pair_keys, key.buf, 1)))
         rb->oom = true;
@@ -332,6 +337,22 @@ static const char *status_word(rnnstate_node_status s)
     }
 }
 
+/* A decimal integer, without printf: the metadata pass writes one JSON entry
+ * per state pair, tens of thousands in a chained model. */
+static void add_int(strbuf *sb, long long v)
+{
+    char digits[24];
+    size_t n = sizeof digits;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        digits[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        digits[--n] = '-';
+    sb_add(sb, digits + n, sizeof digits - n);
+}
+
 /* Every string in the text report comes from the model or its path, so each
  * goes through sb_add_escaped(); only the fixed words around them do not. */
 /* A pair's shape: [1,batch,16] in text, [1, "batch", 16] in JSON; an
@@ -347,7 +368,7 @@ static void add_shape(strbuf *sb, const rnnstate_state_pair *p, bool json)
         else if (p->shape[d].param)
             sb_add_escaped(sb, p->shape[d].param);
         else if (p->shape[d].value >= 0)
-            sb_addf(sb, "%lld", (long long)p->shape[d].value);
+            add_int(sb, (long long)p->shape[d].value);
         else
             sb_adds(sb, json ? "null" : "?");
     }
@@ -358,7 +379,9 @@ static void add_names_text(strbuf *sb, const char *what, size_t n, const char *c
 {
     if (!n)
         return;
-    sb_addf(sb, "; %s ", what);
+    sb_adds(sb, "; ");
+    sb_adds(sb, what);
+    sb_adds(sb, " ");
     for (size_t i = 0; i < n; i++) {
         sb_adds(sb, i ? ", " : "");
         sb_add_escaped(sb, names[i]);
@@ -412,9 +435,11 @@ static void add_pair_text(strbuf *sb, const rnnstate_state_pair *p, const char *
     const char *const after[] = { ": state ", " -> ", " " };
     add_escaped_between(sb, 3, values, after);
     add_shape(sb, p, false);
-    sb_addf(sb, " %s, %s%s%s\n", p->dtype, p->optional ? "optional" : "required",
-            p->added ? "" : ", already in the model",
-            p->kind == RNNSTATE_PAIR_CONTEXT ? ", context" : "");
+    sb_adds(sb, " ");
+    sb_adds(sb, p->dtype);
+    sb_adds(sb, p->optional ? ", optional" : ", required");
+    sb_adds(sb, p->added ? "" : ", already in the model");
+    sb_adds(sb, p->kind == RNNSTATE_PAIR_CONTEXT ? ", context\n" : "\n");
 }
 
 static void add_time_axis_text(strbuf *sb, const rnnstate_time_axis *t, const char *label)
@@ -555,20 +580,28 @@ static void add_json_node(strbuf *sb, const rnnstate_node_report *n)
         { "outputs_added", n->n_outputs_added, n->outputs_added },
         { "decisions", n->n_decisions, n->decisions },
     };
+    /* the keys and words appended as they are: one entry per recurrent node */
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
-        sb_addf(sb, "%s\"%s\": ", i ? ", " : "{", strings[i].key);
+        sb_adds(sb, i ? ", \"" : "{\"");
+        sb_adds(sb, strings[i].key);
+        sb_adds(sb, "\": ");
         sb_add_json_string(sb, strings[i].value);
     }
-    sb_addf(sb, ", \"status\": \"%s\", \"reason\": ", status_word(n->status));
+    sb_adds(sb, ", \"status\": \"");
+    sb_adds(sb, status_word(n->status));
+    sb_adds(sb, "\", \"reason\": ");
     sb_add_json_string(sb, n->reason);
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-        sb_addf(sb, ", \"%s\": ", lists[i].key);
+        sb_adds(sb, ", \"");
+        sb_adds(sb, lists[i].key);
+        sb_adds(sb, "\": ");
         add_json_names(sb, lists[i].n, lists[i].names);
     }
+    sb_adds(sb, ", \"fixed_sequence_length\": ");
     if (n->fixed_sequence_length >= 0)
-        sb_addf(sb, ", \"fixed_sequence_length\": %lld", (long long)n->fixed_sequence_length);
+        add_int(sb, (long long)n->fixed_sequence_length);
     else
-        sb_adds(sb, ", \"fixed_sequence_length\": null");
+        sb_adds(sb, "null");
     sb_adds(sb, "}");
 }
 
@@ -580,15 +613,18 @@ void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added)
     sb_add_json_string(sb, p->output);
     sb_adds(sb, ", \"shape\": ");
     add_shape(sb, p, true);
-    sb_addf(sb, ", \"dtype\": \"%s\", \"batch_axis\": ", p->dtype);
+    sb_adds(sb, ", \"dtype\": \"");
+    sb_adds(sb, p->dtype);
+    sb_adds(sb, "\", \"batch_axis\": ");
     if (p->batch_axis >= 0)
-        sb_addf(sb, "%d", p->batch_axis);
+        add_int(sb, p->batch_axis);
     else
         sb_adds(sb, "null");
-    sb_addf(sb, ", \"optional\": %s, \"kind\": \"%s\"", p->optional ? "true" : "false",
-            p->kind == RNNSTATE_PAIR_CONTEXT ? "context" : "recurrent");
+    sb_adds(sb, p->optional ? ", \"optional\": true" : ", \"optional\": false");
+    sb_adds(sb, p->kind == RNNSTATE_PAIR_CONTEXT ? ", \"kind\": \"context\""
+                                                 : ", \"kind\": \"recurrent\"");
     if (with_added)
-        sb_addf(sb, ", \"added\": %s", p->added ? "true" : "false");
+        sb_adds(sb, p->added ? ", \"added\": true" : ", \"added\": false");
     sb_adds(sb, "}");
 }
 
@@ -598,7 +634,9 @@ void report_time_axes_json(strbuf *sb, const rnnstate_report *r)
     for (size_t i = 0; r && i < r->n_time_axes; i++) {
         sb_adds(sb, i ? ", {\"input\": " : "{\"input\": ");
         sb_add_json_string(sb, r->time_axes[i].input);
-        sb_addf(sb, ", \"axis\": %zu}", r->time_axes[i].axis);
+        sb_adds(sb, ", \"axis\": ");
+        add_int(sb, (long long)r->time_axes[i].axis);
+        sb_adds(sb, "}");
     }
     sb_adds(sb, "]");
 }

@@ -16,6 +16,7 @@ typedef struct report_builder {
     rnnstate_report *report;
     strmap pair_keys; /* "input\x1foutput" of every pair, for deduplication */
     bool oom;
+    bool skip_decisions; /* report_node_decide() records nothing (options.no_decisions) */
 } report_builder;
 
 bool report_builder_init(report_builder *rb);

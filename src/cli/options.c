@@ -264,6 +264,8 @@ int parse_args(int argc, char **argv, cli *c)
     c->options.exclude = (const char *const *)c->exclude.items;
     c->options.n_time_axes = c->n_time_axes;
     c->options.time_axes = c->time_axes;
+    /* the decisions show in the JSON report and in -v's text only */
+    c->options.no_decisions = !c->json && (!c->verbose || c->quiet);
     return -1;
 }
 

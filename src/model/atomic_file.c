@@ -469,6 +469,7 @@ rnnstate_status rnnstate_model_save_file(const rnnstate_model *model, const char
     if (st != RNNSTATE_OK)
         unplace_external_files(&placed);
     release_placed_files(&placed);
+    model_write_sizes_free(&job.sizes);
     release_relocations(&r);
     return st;
 }

@@ -232,35 +232,73 @@ static bool sink_varint(sink *s, uint64_t v)
     return ok;
 }
 
-/* Packs a message of `size` bytes (its packed size, known to the caller):
- * in place when it fits the buffer, else through a block of its own. */
-static bool sink_message_sized(sink *s, const ProtobufCMessage *m, size_t size)
+/* Room for `want` bytes at the end of the buffer (a file sink's buffer is
+ * flushed to make it). */
+static bool sink_reserve(sink *s, size_t want)
 {
-    if (s->fd >= 0 && size < SINK_BUFFER) {
-        if (!sink_room(s, size) || (s->cap - s->len < size && !sink_flush(s)))
-            return false;
-        protobuf_c_message_pack(m, s->buf + s->len);
-        s->len += size;
-        return true;
-    }
-    unsigned char *buf = malloc(size ? size : 1);
-    if (!buf) {
-        s->error = ENOMEM;
+    if (!sink_room(s, want))
         return false;
-    }
-    protobuf_c_message_pack(m, buf);
-    bool ok = sink_write(s, buf, size);
-    free(buf);
+    return s->cap - s->len >= want || sink_flush(s);
+}
+
+/* The packer writes straight into the sink's buffer (pb_pack.h): [pos, end)
+ * is the buffer's free room, handed back to the sink at each call. */
+typedef struct sink_out {
+    pb_out out;
+    sink *s;
+} sink_out;
+
+static void out_sync(sink_out *o)
+{
+    o->s->len = (size_t)(o->out.pos - o->s->buf);
+}
+
+static void out_reload(sink_out *o)
+{
+    o->out.pos = o->s->buf + o->s->len;
+    o->out.end = o->s->buf + o->s->cap;
+}
+
+static bool out_room(pb_out *out, size_t want)
+{
+    sink_out *o = (sink_out *)out;
+    out_sync(o);
+    bool ok = sink_reserve(o->s, want);
+    out_reload(o);
     return ok;
 }
 
-/* The bytes one initializer takes inside the graph, tag included. */
-static uint64_t initializer_field_size(const rnnstate_model *m, const Onnx__TensorProto *t)
+static bool out_write(pb_out *out, const void *data, size_t size)
+{
+    sink_out *o = (sink_out *)out;
+    out_sync(o);
+    bool ok = sink_write(o->s, data, size);
+    out_reload(o);
+    return ok;
+}
+
+/* Packs message m's fields (its size, recorded at sizes->next, was written
+ * by the caller, or is the whole output's). */
+static bool sink_message(sink *s, pb_sizes *sizes, const ProtobufCMessage *m)
+{
+    if (interrupted(s) || !sink_reserve(s, PB_OUT_ROOM))
+        return false;
+    sink_out o = { .out = { .room = out_room, .write = out_write }, .s = s };
+    out_reload(&o);
+    bool ok = pb_pack(&o.out, sizes, m);
+    out_sync(&o);
+    return ok;
+}
+
+/* The bytes one initializer takes inside the graph, tag included; a packed
+ * one's sizes are recorded. */
+static uint64_t initializer_field_size(const rnnstate_model *m, const Onnx__TensorProto *t,
+                                       pb_sizes *packed)
 {
     const lazy_tensor *lt = model_lazy_tensor(m, t);
     if (lt)
         return lt->length;
-    size_t n = onnx__tensor_proto__get_packed_size(t);
+    uint64_t n = pb_sizes_add(packed, &t->base);
     return 1 + wire_varint_size(n) + n;
 }
 
@@ -279,8 +317,8 @@ static bool flush_copy(sink *s, pending_copy *p)
     return ok;
 }
 
-static bool emit_initializer(sink *s, const rnnstate_model *m, const Onnx__TensorProto *t,
-                             pending_copy *pending)
+static bool emit_initializer(sink *s, pb_sizes *sizes, const rnnstate_model *m,
+                             const Onnx__TensorProto *t, pending_copy *pending)
 {
     const lazy_tensor *lt = model_lazy_tensor(m, t);
     if (lt && pending->length && pending->offset + pending->length == lt->offset) {
@@ -294,8 +332,8 @@ static bool emit_initializer(sink *s, const rnnstate_model *m, const Onnx__Tenso
         return true;
     }
     unsigned char key = WIRE_KEY(ONNX_GRAPH_INITIALIZER, WIRE_LEN);
-    size_t size = onnx__tensor_proto__get_packed_size(t);
-    return sink_write(s, &key, 1) && sink_varint(s, size) && sink_message_sized(s, &t->base, size);
+    return sink_write(s, &key, 1) && sink_varint(s, sizes->size[sizes->next]) &&
+           sink_message(s, sizes, &t->base);
 }
 
 /* The main graph and the model without the graph's initializers, and the
@@ -316,20 +354,21 @@ static bare_parts bare(const Onnx__ModelProto *proto)
     return b;
 }
 
+/* The messages are sized in the order emit_model() packs them. */
 static output_sizes output_size(const rnnstate_model *m, const Onnx__ModelProto *proto)
 {
-    output_sizes o = { 0, 0, 0, 0 };
+    output_sizes o = { 0, 0, 0, 0, PB_SIZES_INIT };
     if (!m->n_lazy) {
-        o.total = protobuf_c_message_get_packed_size(&proto->base);
+        o.total = pb_sizes_add(&o.packed, &proto->base);
         return o;
     }
     const Onnx__GraphProto *g = proto->graph;
     bare_parts b = bare(proto);
+    o.bare_model = pb_sizes_add(&o.packed, &b.model.base);
+    o.bare_graph = pb_sizes_add(&o.packed, &b.graph.base);
+    o.graph = o.bare_graph;
     for (size_t i = 0; i < g->n_initializer; i++)
-        o.graph += initializer_field_size(m, g->initializer[i]);
-    o.bare_graph = onnx__graph_proto__get_packed_size(&b.graph);
-    o.graph += o.bare_graph;
-    o.bare_model = protobuf_c_message_get_packed_size(&b.model.base);
+        o.graph += initializer_field_size(m, g->initializer[i], &o.packed);
     o.total = o.bare_model + 1 + wire_varint_size(o.graph) + o.graph;
     return o;
 }
@@ -339,17 +378,16 @@ static output_sizes output_size(const rnnstate_model *m, const Onnx__ModelProto 
  * fields come first, then its initializers, then nothing: protobuf allows
  * any field order, and merges nothing here (each field appears once). */
 static void emit_lazy_model(const rnnstate_model *m, const Onnx__ModelProto *proto, sink *s,
-                            const output_sizes *sizes)
+                            const output_sizes *sizes, pb_sizes *packed)
 {
     const Onnx__GraphProto *g = proto->graph;
     bare_parts b = bare(proto);
     unsigned char key = WIRE_KEY(ONNX_MODEL_GRAPH, WIRE_LEN);
-    bool ok = sink_message_sized(s, &b.model.base, sizes->bare_model) && sink_write(s, &key, 1) &&
-              sink_varint(s, sizes->graph) &&
-              sink_message_sized(s, &b.graph.base, sizes->bare_graph);
+    bool ok = sink_message(s, packed, &b.model.base) && sink_write(s, &key, 1) &&
+              sink_varint(s, sizes->graph) && sink_message(s, packed, &b.graph.base);
     pending_copy pending = { 0, 0 };
     for (size_t i = 0; ok && i < g->n_initializer; i++)
-        ok = emit_initializer(s, m, g->initializer[i], &pending);
+        ok = emit_initializer(s, packed, m, g->initializer[i], &pending);
     if (ok)
         flush_copy(s, &pending);
 }
@@ -382,12 +420,19 @@ rnnstate_status model_write_check(const rnnstate_model *m, const Onnx__ModelProt
                                   output_sizes *sizes, rnnstate_error *err)
 {
     *sizes = output_size(m, proto);
+    if (sizes->packed.oom)
+        return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
     if (sizes->total > MAX_OUTPUT_BYTES)
         return set_error(err, RNNSTATE_ERR_INVALID,
                          "%s: the rewritten model would take %llu bytes, more than protobuf's "
                          "limit of 2 GiB: nothing written",
                          m->label, (unsigned long long)sizes->total);
     return RNNSTATE_OK;
+}
+
+void model_write_sizes_free(output_sizes *sizes)
+{
+    pb_sizes_free(&sizes->packed);
 }
 
 /* Writes the model (checked by model_write_check()) into the sink. An
@@ -399,10 +444,12 @@ static rnnstate_status emit_model(const rnnstate_model *m, const Onnx__ModelProt
     rnnstate_status st = check_source_unchanged(m, err);
     if (st != RNNSTATE_OK)
         return st;
+    pb_sizes packed = sizes->packed; /* read from the first size on, the sizes shared */
+    packed.next = 0;
     if (!m->n_lazy)
-        sink_message_sized(s, &proto->base, (size_t)sizes->total);
+        sink_message(s, &packed, &proto->base);
     else
-        emit_lazy_model(m, proto, s, sizes);
+        emit_lazy_model(m, proto, s, sizes, &packed);
     sink_flush(s);
     if (s->error == ENOMEM)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", m->label);
@@ -414,6 +461,25 @@ static rnnstate_status emit_model(const rnnstate_model *m, const Onnx__ModelProt
     return RNNSTATE_OK;
 }
 
+/* Packs the model into a block of memory sized for it. */
+static rnnstate_status save_to_memory(const rnnstate_model *model, const output_sizes *sizes,
+                                      unsigned char **data, size_t *size, rnnstate_error *err)
+{
+    sink s = { .fd = -1, .src_fd = model->source_fd };
+    /* the whole output and the packer's room: the block never grows */
+    s.cap = (size_t)sizes->total + PB_OUT_ROOM;
+    if (!(s.buf = malloc(s.cap)))
+        return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
+    rnnstate_status st = emit_model(model, model->proto, &s, sizes, err);
+    if (st != RNNSTATE_OK) {
+        free(s.buf);
+        return st;
+    }
+    *data = s.buf;
+    *size = s.len;
+    return RNNSTATE_OK;
+}
+
 rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned char **data,
                                            size_t *size, rnnstate_error *err)
 {
@@ -421,18 +487,10 @@ rnnstate_status rnnstate_model_save_memory(const rnnstate_model *model, unsigned
     *size = 0;
     output_sizes sizes;
     rnnstate_status st = model_write_check(model, model->proto, &sizes, err);
-    if (st != RNNSTATE_OK)
-        return st;
-    sink s = { .fd = -1, .src_fd = model->source_fd };
-    st = emit_model(model, model->proto, &s, &sizes, err);
-    if (st != RNNSTATE_OK) {
-        free(s.buf);
-        return st;
-    }
-    *data = s.buf ? s.buf : malloc(1);
-    *size = s.len;
-    return *data ? RNNSTATE_OK
-                 : set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", model->label);
+    if (st == RNNSTATE_OK)
+        st = save_to_memory(model, &sizes, data, size, err);
+    model_write_sizes_free(&sizes);
+    return st;
 }
 
 int model_write_to_fd(model_write_job *job, int fd)
@@ -453,9 +511,10 @@ rnnstate_status rnnstate_model_save_fd(const rnnstate_model *model, int fd, cons
     model_write_job job = { .model = model, .proto = model->proto, .options = &defaults,
                             .path = label, .err = err, .status = RNNSTATE_OK };
     rnnstate_status st = model_write_check(model, job.proto, &job.sizes, err);
+    int e = st == RNNSTATE_OK ? model_write_to_fd(&job, fd) : 0;
+    model_write_sizes_free(&job.sizes);
     if (st != RNNSTATE_OK)
         return st;
-    int e = model_write_to_fd(&job, fd);
     if (e < 0)
         return job.status;
     if (e)

@@ -7,20 +7,25 @@
 #define RNNSTATE_MODEL_MODEL_WRITE_H
 
 #include "model.h"
+#include "model/pb_pack.h"
 
 /* The sizes of what is written, computed once before anything is: the
  * whole model and, for a lazy model, the model without its graph, the main
  * graph with its initializers as emit_lazy_model() writes them, and the
- * main graph without them. */
+ * main graph without them; and the size of every message packed, in the
+ * order they are written (pb_pack.h). */
 typedef struct output_sizes {
     uint64_t total, bare_model, graph, bare_graph;
+    pb_sizes packed;
 } output_sizes;
 
 /* What every save checks before it creates or writes anything: the output
- * stays within protobuf's limit (RNNSTATE_ERR_INVALID otherwise). *sizes
- * are for model_write_to_fd(). */
+ * stays within protobuf's limit (RNNSTATE_ERR_INVALID otherwise; out of
+ * memory: RNNSTATE_ERR_NOMEM). *sizes are for model_write_to_fd(), and are
+ * released with model_write_sizes_free() whatever the result. */
 rnnstate_status model_write_check(const rnnstate_model *m, const Onnx__ModelProto *proto,
                                   output_sizes *sizes, rnnstate_error *err);
+void model_write_sizes_free(output_sizes *sizes);
 
 /* One model being written to a file descriptor. */
 typedef struct model_write_job {

@@ -52,6 +52,7 @@ rnnstate_status rnnstate_rewrite(rnnstate_model *model, const rnnstate_options *
     oom_clear();
     if (!report_builder_init(&ctx.report) || !scope_tree_build(&ctx.scopes, model))
         st = ctx_oom(&ctx);
+    ctx.report.skip_decisions = ctx.options.no_decisions;
     if (st == RNNSTATE_OK)
         st = validate_graph_names(&ctx.scopes, ctx.label, err);
     /* an analysis that failed to allocate noted it (error.h): its answers,

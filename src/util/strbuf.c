@@ -111,6 +111,19 @@ void sb_adds(strbuf *sb, const char *s)
 void sb_addf(strbuf *sb, const char *fmt, ...)
 {
     va_list ap;
+    /* formatted once where it fits the room left (the usual case), and
+     * measured first only when it may not */
+    if (!sb->oom && !sb->sink && sb->alloc > sb->len + 1) {
+        size_t room = sb->alloc - sb->len;
+        va_start(ap, fmt);
+        int n = vsnprintf(sb->buf + sb->len, room, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < room) {
+            sb->len += (size_t)n;
+            return;
+        }
+        sb->buf[sb->len] = '\0'; /* what did not fit is dropped */
+    }
     va_start(ap, fmt);
     int need = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
@@ -192,9 +205,16 @@ static void add_escaped(strbuf *sb, const char *s, bool json)
         const unsigned char *run = p;
         uint32_t cp = 0;
         size_t n;
-        while ((n = utf8_sequence(p, &cp)) && !is_unsafe_code_point(cp) && !short_escape(cp) &&
-               !(json && cp == '"'))
+        for (;;) {
+            /* printable ASCII but for the two that may be escaped: kept as
+             * is, in both styles, without decoding (names mostly are) */
+            while (*p >= 0x20 && *p < 0x7f && *p != '\\' && *p != '"')
+                p++;
+            if (!(n = utf8_sequence(p, &cp)) || is_unsafe_code_point(cp) || short_escape(cp) ||
+                (json && cp == '"'))
+                break;
             p += n;
+        }
         sb_add(sb, (const char *)run, (size_t)(p - run));
         if (!*p)
             break;
@@ -252,14 +272,19 @@ void escape_into(char *out, size_t size, const char *s)
 
 char *str_vformat(const char *fmt, va_list ap)
 {
+    /* formatted once into a block on the stack when it fits (messages and
+     * report lines mostly do), measured first otherwise */
+    char local[256];
     va_list copy;
     va_copy(copy, ap);
-    int need = vsnprintf(NULL, 0, fmt, copy);
+    int need = vsnprintf(local, sizeof local, fmt, copy);
     va_end(copy);
     if (need < 0)
         return NULL;
     char *out = malloc((size_t)need + 1);
-    if (out)
+    if (out && (size_t)need < sizeof local)
+        memcpy(out, local, (size_t)need + 1);
+    else if (out)
         vsnprintf(out, (size_t)need + 1, fmt, ap);
     return out;
 }

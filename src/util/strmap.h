@@ -6,9 +6,9 @@
  * and every slot keeps its key's hash, so growing never hashes again.
  *
  * Names come from the input, so the hash must not be one an attacker can
- * aim at: keys are hashed with SipHash-1-3 under a 128-bit key drawn from
- * getrandom() once per process. Colliding names cannot be computed without
- * that key, so probes stay short (O(1) expected per operation) whatever the
+ * aim at: keys are hashed with wyhash's folded multiply under a seed and
+ * two secrets (192 bits) drawn from getrandom() once per process. Colliding
+ * names cannot be computed without them, so probes stay short (O(1) expected per operation) whatever the
  * names; the load factor is kept at or under one half. A map holds at most
  * 2^31 keys (the table is indexed with 32 bits of the hash). */
 #ifndef RNNSTATE_STRMAP_H

@@ -140,6 +140,42 @@ static void test_model_status_is_the_reports(void **state)
     free(bytes);
 }
 
+/* no_decisions leaves each node's decisions empty and changes nothing else:
+ * the model saved, the text report without -v, the rest of the report. */
+static void test_no_decisions_changes_only_the_decisions(void **state)
+{
+    (void)state;
+    size_t size, with_size, without_size;
+    unsigned char *bytes = long_model_bytes(0, &size);
+    rnnstate_model *with_model, *without_model = load_bytes(bytes, size);
+    rnnstate_report *with = rewrite_bytes(bytes, size, &with_model), *without = NULL;
+    rnnstate_options options;
+    rnnstate_options_init(&options);
+    assert_false(options.no_decisions);
+    options.no_decisions = true;
+    assert_int_equal(rnnstate_rewrite(without_model, &options, &without, NULL), RNNSTATE_OK);
+    assert_int_equal(with->n_nodes, without->n_nodes);
+    assert_true(with->n_nodes > 0 && with->nodes[0].n_decisions > 0);
+    for (size_t i = 0; i < without->n_nodes; i++)
+        assert_int_equal(without->nodes[i].n_decisions, 0);
+    char *with_text = rnnstate_report_text(with, "m", false);
+    char *without_text = rnnstate_report_text(without, "m", false);
+    assert_string_equal(with_text, without_text);
+    unsigned char *with_bytes = save_bytes(with_model, &with_size);
+    unsigned char *without_bytes = save_bytes(without_model, &without_size);
+    assert_int_equal(with_size, without_size);
+    assert_memory_equal(with_bytes, without_bytes, with_size);
+    rnnstate_buffer_free(with_bytes);
+    rnnstate_buffer_free(without_bytes);
+    rnnstate_string_free(with_text);
+    rnnstate_string_free(without_text);
+    rnnstate_report_free(with);
+    rnnstate_report_free(without);
+    rnnstate_model_free(with_model);
+    rnnstate_model_free(without_model);
+    free(bytes);
+}
+
 /* The text writer says when its text was lost, like the JSON writers: a
  * full disk, a stream not open for writing. */
 static void test_report_text_reports_a_failed_write(void **state)
@@ -712,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_uninitialised_limits_are_refused),
         cmocka_unit_test(test_uninitialised_save_options_are_refused_and_nothing_written),
         cmocka_unit_test(test_null_options_are_the_defaults),
+        cmocka_unit_test(test_no_decisions_changes_only_the_decisions),
         cmocka_unit_test(test_a_model_with_lazy_weights_is_whole_while_it_is_saved),
         cmocka_unit_test(test_a_model_with_external_data_is_unchanged_while_it_is_saved_elsewhere),
         cmocka_unit_test(test_external_data_is_copied_or_linked_beside_the_output),

@@ -127,7 +127,7 @@ static void test_intern_gets_or_inserts(void **state)
     strmap_free(&m);
 }
 
-/* The hash (SipHash-1-3 under the process's key) is a function of the bytes
+/* The hash (keyed by the process's random seed and secrets) is a function of the bytes
  * and their number, and depends on every byte. */
 static void test_hash_is_stable_and_uses_every_byte(void **state)
 {
@@ -139,6 +139,16 @@ static void test_hash_is_stable_and_uses_every_byte(void **state)
     const char *long_a = "0123456789abcdef0123456789abcdefX";
     const char *long_b = "0123456789abcdef0123456789abcdefY";
     assert_true(strmap_hash(long_a, 33) != strmap_hash(long_b, 33));
+    /* every byte of every length up to 48 (the short inputs are read with
+     * overlapping loads, the long ones 16 bytes at a time) */
+    char name[48];
+    for (size_t len = 1; len <= sizeof name; len++)
+        for (size_t at = 0; at < len; at++) {
+            memset(name, 'n', sizeof name);
+            uint64_t before = strmap_hash(name, len);
+            name[at] = 'm';
+            assert_true(strmap_hash(name, len) != before);
+        }
 }
 
 int main(void)
