@@ -254,7 +254,7 @@ static rnnstate_status load_regular_file(int fd, const struct stat *file, const 
     rnnstate_status st = lazy_scan_file(fd, size, l->lazy_tensor_bytes, label, &scan, err);
     if (st != RNNSTATE_OK)
         return explain_not_model_file(st, fd, size, label, err);
-    st = unpack(scan.skeleton.buf, scan.skeleton.len, label, l, model, err);
+    st = unpack(scan.skeleton, scan.skeleton_len, label, l, model, err);
     st = explain_not_model_file(st, fd, size, label, err);
     if (st == RNNSTATE_OK && scan.n_lazy) {
         st = attach_lazy(*model, &scan, err);
