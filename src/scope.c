@@ -8,6 +8,7 @@
 
 #include "model.h"
 #include "model/onnx_build.h"
+#include "util/arena.h"
 
 static scope *scope_new(rnnstate_model *model, Onnx__GraphProto *graph, scope *parent,
                         size_t parent_node, const char *attr_name, const char *node_label,
@@ -105,7 +106,7 @@ bool scope_tree_build(scope_tree *tree, rnnstate_model *model)
 static void pending_free(pending_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        protobuf_c_message_free_unpacked(l->items[i], NULL);
+        arena_message_free(l->items[i]);
     free(l->items);
     *l = (pending_list){ 0 };
 }
@@ -116,7 +117,7 @@ void scope_tree_free(scope_tree *tree)
         scope *s = tree->scopes[i];
         graph_index_free(&s->index);
         for (size_t q = 0; q < s->n_queued; q++)
-            protobuf_c_message_free_unpacked(&s->queued[q].node->base, NULL);
+            arena_message_free(&s->queued[q].node->base);
         free(s->queued);
         pending_free(&s->new_inputs);
         pending_free(&s->new_outputs);
@@ -269,7 +270,7 @@ bool scope_queue_node(scope *s, size_t before, Onnx__NodeProto *node)
         size_t cap = s->cap_queued ? 2 * s->cap_queued : 8;
         queued_node *grown = realloc(s->queued, cap * sizeof *grown);
         if (!grown) {
-            protobuf_c_message_free_unpacked(&node->base, NULL);
+            arena_message_free(&node->base);
             return false;
         }
         s->queued = grown;
@@ -286,7 +287,7 @@ static bool pending_push(pending_list *l, ProtobufCMessage *m)
         size_t cap = l->cap ? 2 * l->cap : 8;
         void **grown = realloc(l->items, cap * sizeof *grown);
         if (!grown) {
-            protobuf_c_message_free_unpacked(m, NULL);
+            arena_message_free(m);
             return false;
         }
         l->items = grown;
@@ -316,7 +317,8 @@ static bool pending_flush(pending_list *l, void ***array, size_t *count)
 {
     if (!l->n)
         return true;
-    void **grown = realloc(*array, (*count + l->n) * sizeof *grown);
+    void **grown =
+        arena_piece_realloc(*array, *count * sizeof *grown, (*count + l->n) * sizeof *grown);
     if (!grown)
         return false;
     memcpy(grown + *count, l->items, l->n * sizeof *grown);
@@ -352,7 +354,7 @@ static bool flush_nodes(scope *s)
         if (n < g->n_node)
             nodes[at++] = g->node[n];
     }
-    free(g->node);
+    arena_piece_free(g->node); /* a parsed array may be in the arena */
     g->node = nodes;
     g->n_node = at;
     free(s->queued);
@@ -374,7 +376,7 @@ static void drop_forgotten_value_info(scope *s)
     size_t kept = 0;
     for (size_t i = 0; i < g->n_value_info; i++) {
         if (strmap_get(&s->forgotten_value_info, str_or_empty(g->value_info[i]->name)) >= 0)
-            protobuf_c_message_free_unpacked(&g->value_info[i]->base, NULL);
+            arena_message_free(&g->value_info[i]->base);
         else
             g->value_info[kept++] = g->value_info[i];
     }
