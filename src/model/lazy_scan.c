@@ -202,7 +202,7 @@ static rnnstate_status corrupt(const char *label, uint64_t at, uint64_t size, rn
 static rnnstate_status next_field(wire_reader *r, uint64_t end, wire_field *f, const char *label,
                                   rnnstate_error *err)
 {
-    switch (wire_next_field(r, end, f)) {
+    switch (wire_next_field_inline(r, end, f)) {
     case WIRE_OK:
         return RNNSTATE_OK;
     case WIRE_BAD_TYPE:
