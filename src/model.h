@@ -1,6 +1,13 @@
 /* The library's model object: a parsed ModelProto plus the label used in
- * messages. The proto is allocated by protobuf-c's default allocator and
- * released with protobuf_c_message_free_unpacked().
+ * messages.
+ *
+ * Ownership: a loaded model's pieces (strings, arrays, messages) are unpacked
+ * into the model's arena (util/arena.h), which is freed with the model; what
+ * the passes add is malloc'd (model/onnx_build.h). So a piece of a model is
+ * never handed to free() or realloc() directly: messages are freed with
+ * arena_message_free(), other pieces with arena_piece_free(), arrays grown
+ * with append_ptr() or arena_piece_realloc(), all of which leave arena pieces
+ * in place and free() the rest.
  *
  * A model read from a file may be "lazy" (see lazy_scan.h): some initializers
  * of the main graph are stubs without their data, which stays in source_fd
@@ -37,6 +44,7 @@ struct rnnstate_model {
     lazy_tensor *lazy;
     size_t n_lazy;
     ptrmap lazy_by_stub; /* stub -> its entry in `lazy` */
+    struct arena *arena; /* the parsed pieces, or NULL (a model built in memory) */
 };
 
 /* Reads a lazy initializer's data into it (it stops being lazy), for the few

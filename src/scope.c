@@ -7,6 +7,7 @@
 
 #include "model.h"
 #include "model/onnx_build.h"
+#include "util/arena.h"
 
 static void scope_free(scope *s);
 
@@ -126,7 +127,7 @@ bool scope_tree_build(scope_tree *tree, rnnstate_model *model)
 static void pending_free(pending_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        protobuf_c_message_free_unpacked(l->items[i], NULL);
+        arena_message_free(l->items[i]);
     free(l->items);
     *l = (pending_list){ 0 };
 }
@@ -136,7 +137,7 @@ static void edits_free(scope_edits *e)
     if (!e)
         return;
     for (size_t q = 0; q < e->n_queued; q++)
-        protobuf_c_message_free_unpacked(&e->queued[q].node->base, NULL);
+        arena_message_free(&e->queued[q].node->base);
     free(e->queued);
     pending_free(&e->new_inputs);
     pending_free(&e->new_outputs);
@@ -305,7 +306,7 @@ bool scope_queue_node(scope *sc, size_t before, Onnx__NodeProto *node)
         }
     }
     if (!s || s->n_queued == s->cap_queued) {
-        protobuf_c_message_free_unpacked(&node->base, NULL);
+        arena_message_free(&node->base);
         return false;
     }
     s->queued[s->n_queued] = (queued_node){ before, s->n_queued, node };
@@ -319,7 +320,7 @@ static bool pending_push(scope *s, int which, ProtobufCMessage *m)
 {
     scope_edits *e = edits_of(s);
     if (!e) {
-        protobuf_c_message_free_unpacked(m, NULL);
+        arena_message_free(m);
         return false;
     }
     pending_list *l = which == 0 ? &e->new_inputs : which == 1 ? &e->new_outputs
@@ -328,7 +329,7 @@ static bool pending_push(scope *s, int which, ProtobufCMessage *m)
         size_t cap = l->cap ? 2 * l->cap : 8;
         void **grown = realloc(l->items, cap * sizeof *grown);
         if (!grown) {
-            protobuf_c_message_free_unpacked(m, NULL);
+            arena_message_free(m);
             return false;
         }
         l->items = grown;
@@ -358,7 +359,8 @@ static bool pending_flush(pending_list *l, void ***array, size_t *count)
 {
     if (!l->n)
         return true;
-    void **grown = realloc(*array, (*count + l->n) * sizeof *grown);
+    void **grown =
+        arena_piece_realloc(*array, *count * sizeof *grown, (*count + l->n) * sizeof *grown);
     if (!grown)
         return false;
     memcpy(grown + *count, l->items, l->n * sizeof *grown);
@@ -393,7 +395,7 @@ static bool flush_nodes(scope_edits *s, Onnx__GraphProto *g)
         if (n < g->n_node)
             nodes[at++] = g->node[n];
     }
-    free(g->node);
+    arena_piece_free(g->node); /* a parsed array may be in the arena */
     g->node = nodes;
     g->n_node = at;
     free(s->queued);
@@ -415,7 +417,7 @@ static void drop_forgotten_value_info(scope_edits *s, Onnx__GraphProto *g)
     size_t kept = 0;
     for (size_t i = 0; i < g->n_value_info; i++) {
         if (strmap_get(&s->forgotten_value_info, str_or_empty(g->value_info[i]->name)) >= 0)
-            protobuf_c_message_free_unpacked(&g->value_info[i]->base, NULL);
+            arena_message_free(&g->value_info[i]->base);
         else
             g->value_info[kept++] = g->value_info[i];
     }

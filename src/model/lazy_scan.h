@@ -19,7 +19,6 @@
 #include <stdint.h>
 
 #include "rnnstate.h"
-#include "util/strbuf.h"
 
 /* An initializer left in the file: its whole field (tag, length, TensorProto)
  * spans [offset, offset + length); it is the `index`-th initializer of the
@@ -31,7 +30,8 @@ typedef struct lazy_range {
 } lazy_range;
 
 typedef struct lazy_scan {
-    strbuf skeleton;
+    unsigned char *skeleton; /* mapped (mmap), exactly skeleton_len bytes */
+    size_t skeleton_len;
     lazy_range *lazy;
     size_t n_lazy;
 } lazy_scan;

@@ -26,6 +26,7 @@
 #include "model/tensor_util.h"
 #include "model/wire_scan.h"
 #include "options.h"
+#include "util/arena.h"
 #include "util/strbuf.h"
 
 void rnnstate_limits_init(rnnstate_limits *limits)
@@ -96,24 +97,6 @@ static rnnstate_model *model_new(const char *label)
     return m;
 }
 
-/* protobuf-c says only "failed" when it cannot unpack: these note whether an
- * allocation failed, so that running out of memory is not reported as a
- * corrupt file. The model is later freed with the default allocator, which
- * is the same malloc() and free(). */
-static void *alloc_noting_failure(void *failed, size_t size)
-{
-    void *p = malloc(size);
-    if (!p)
-        *(bool *)failed = true;
-    return p;
-}
-
-static void free_allocation(void *unused, void *p)
-{
-    (void)unused;
-    free(p);
-}
-
 /* Bytes that are not a model may be an ONNX tensor (a backend test's
  * input_0.pb, a saved state): when they parse as a TensorProto with a known
  * element type and a shape or data, say so instead of "corrupt". Returns
@@ -170,26 +153,36 @@ static rnnstate_status unpack(const void *data, size_t size, const char *label,
     rnnstate_status st = wire_scan_model(data, size, l->max_nesting, label, err);
     if (st != RNNSTATE_OK)
         return st;
-    bool out_of_memory = false;
-    ProtobufCAllocator noting_failures = { alloc_noting_failure, free_allocation, &out_of_memory };
-    Onnx__ModelProto *proto = onnx__model_proto__unpack(&noting_failures, size, data);
-    if (!proto && out_of_memory)
+    /* protobuf-c says only "failed" when it cannot unpack: the arena notes
+     * whether an allocation failed, so that running out of memory is not
+     * reported as a corrupt file */
+    arena *pieces = arena_new();
+    ProtobufCAllocator in_arena = arena_allocator(pieces);
+    Onnx__ModelProto *proto =
+        pieces ? onnx__model_proto__unpack(&in_arena, size, data) : NULL;
+    if (!proto && (!pieces || arena_failed(pieces))) {
+        arena_free(pieces);
         return set_error(err, RNNSTATE_ERR_NOMEM,
                          "%s: out of memory while parsing the model (%zu bytes)", label, size);
-    if (!proto)
+    }
+    if (!proto) {
+        arena_free(pieces);
         return set_error(err, RNNSTATE_ERR_NOT_MODEL,
                          "%s: not an ONNX model: protobuf parsing failed (truncated or corrupt "
                          "file, or not a protobuf)",
                          label);
+    }
     st = check_is_model(proto, label, err);
     rnnstate_model *m = st == RNNSTATE_OK ? model_new(label) : NULL;
     if (st == RNNSTATE_OK && !m)
         st = set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
     if (st != RNNSTATE_OK) {
-        onnx__model_proto__free_unpacked(proto, NULL);
+        onnx__model_proto__free_unpacked(proto, &in_arena);
+        arena_free(pieces);
         return st;
     }
     m->proto = proto;
+    m->arena = pieces;
     *model = m;
     return RNNSTATE_OK;
 }
@@ -254,7 +247,7 @@ static rnnstate_status load_regular_file(int fd, const struct stat *file, const 
     rnnstate_status st = lazy_scan_file(fd, size, l->lazy_tensor_bytes, label, &scan, err);
     if (st != RNNSTATE_OK)
         return explain_not_model_file(st, fd, size, label, err);
-    st = unpack(scan.skeleton.buf, scan.skeleton.len, label, l, model, err);
+    st = unpack(scan.skeleton, scan.skeleton_len, label, l, model, err);
     st = explain_not_model_file(st, fd, size, label, err);
     if (st == RNNSTATE_OK && scan.n_lazy) {
         st = attach_lazy(*model, &scan, err);
@@ -548,7 +541,7 @@ bool model_materialize(rnnstate_model *model, Onnx__TensorProto *t)
     if (!full)
         return false;
     take_data(t, full);
-    onnx__tensor_proto__free_unpacked(full, NULL);
+    onnx__tensor_proto__free_unpacked(full, &arena_aware_allocator); /* holds t's old pieces */
     forget_lazy(model, lt); /* no longer lazy */
     return true;
 }
@@ -564,15 +557,21 @@ void model_release_tensor(rnnstate_model *model, Onnx__TensorProto *t)
     lazy_tensor *lt = (lazy_tensor *)model_lazy_tensor(model, t);
     if (lt)
         forget_lazy(model, lt);
-    onnx__tensor_proto__free_unpacked(t, NULL);
+    onnx__tensor_proto__free_unpacked(t, &arena_aware_allocator);
 }
 
 void rnnstate_model_free(rnnstate_model *model)
 {
     if (!model)
         return;
-    if (model->proto)
-        onnx__model_proto__free_unpacked(model->proto, NULL);
+    if (model->proto) {
+        /* the arena's pieces are found without the lock; what the passes
+         * added is free()d */
+        ProtobufCAllocator pieces =
+            model->arena ? arena_allocator(model->arena) : arena_aware_allocator;
+        onnx__model_proto__free_unpacked(model->proto, &pieces);
+    }
+    arena_free(model->arena);
     if (model->source_fd >= 0)
         close(model->source_fd);
     free(model->lazy);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "util/arena.h"
 
 void dim_info_clear(dim_info *d)
 {
@@ -21,7 +22,7 @@ bool set_string(char **field, const char *s)
     char *copy = strdup(s);
     if (!copy)
         return false;
-    free(*field);
+    arena_piece_free(*field); /* it may be a parsed string */
     *field = copy;
     return true;
 }
@@ -36,7 +37,7 @@ static void *message_new(const ProtobufCMessageDescriptor *desc, size_t field, c
         return NULL;
     protobuf_c_message_init(desc, m);
     if (value && !set_string((char **)((char *)m + field), value)) {
-        protobuf_c_message_free_unpacked(m, NULL);
+        arena_message_free(m);
         return NULL;
     }
     return m;
@@ -44,7 +45,12 @@ static void *message_new(const ProtobufCMessageDescriptor *desc, size_t field, c
 
 bool append_ptr(void ***array, size_t *count, void *item)
 {
-    void **grown = array_grow(*array, *count, sizeof(void *));
+    /* a parsed array may be an arena piece: copied out with room to grow,
+     * never realloc()ed */
+    void **grown = *array && arena_owns(*array)
+                       ? arena_piece_realloc(*array, *count * sizeof(void *),
+                                             2 * (*count + 1) * sizeof(void *))
+                       : array_grow(*array, *count, sizeof(void *));
     if (!grown)
         return false;
     grown[*count] = item;
@@ -105,11 +111,11 @@ Onnx__ModelProto *model_new(int64_t ir_version, int64_t opset, const char *produ
         op = ok ? NULL : op;
     }
     if (op)
-        protobuf_c_message_free_unpacked(&op->base, NULL);
+        arena_message_free(&op->base);
     ok = ok && set_string(&m->producer_name, producer) && (m->graph = graph_new(graph_name));
     if (!ok) {
         if (m)
-            protobuf_c_message_free_unpacked(&m->base, NULL);
+            arena_message_free(&m->base);
         return NULL;
     }
     m->has_ir_version = 1;
@@ -150,7 +156,7 @@ Onnx__NodeProto *node_new(const char *op_type, const char *name)
     Onnx__NodeProto *node =
         message_new(&onnx__node_proto__descriptor, offsetof(Onnx__NodeProto, op_type), op_type);
     if (node && name && !set_string(&node->name, name)) {
-        protobuf_c_message_free_unpacked(&node->base, NULL);
+        arena_message_free(&node->base);
         return NULL;
     }
     return node;
@@ -166,7 +172,7 @@ Onnx__AttributeProto *node_add_attr(Onnx__NodeProto *node, const char *name,
     attr->has_type = 1;
     attr->type = type;
     if (!APPEND_PTR(&node->attribute, &node->n_attribute, attr)) {
-        protobuf_c_message_free_unpacked(&attr->base, NULL);
+        arena_message_free(&attr->base);
         return NULL;
     }
     return attr;
@@ -183,9 +189,9 @@ static bool node_add_filled_attr(Onnx__NodeProto *node, const char *name,
         free(value->ints);
         free(value->s.data);
         if (value->t)
-            protobuf_c_message_free_unpacked(&value->t->base, NULL);
+            arena_message_free(&value->t->base);
         if (value->g)
-            protobuf_c_message_free_unpacked(&value->g->base, NULL);
+            arena_message_free(&value->g->base);
         return false;
     }
     /* what node_add_attr set stays; every other field comes from value */
@@ -311,8 +317,8 @@ static Onnx__TypeProto *tensor_type_new(int32_t elem_type, const dim_info *dims,
         Onnx__TensorShapeProto__Dimension *dim = dimension_new(&dims[i]);
         if (!dim || !APPEND_PTR(&shape->dim, &shape->n_dim, dim)) {
             if (dim)
-                protobuf_c_message_free_unpacked(&dim->base, NULL);
-            protobuf_c_message_free_unpacked(&type->base, NULL);
+                arena_message_free(&dim->base);
+            arena_message_free(&type->base);
             return NULL;
         }
     }
@@ -328,7 +334,7 @@ static Onnx__ValueInfoProto *value_info_with_type(const char *name, Onnx__TypePr
     if (vi)
         vi->type = type;
     else if (type)
-        protobuf_c_message_free_unpacked(&type->base, NULL);
+        arena_message_free(&type->base);
     return vi;
 }
 
@@ -430,10 +436,10 @@ Onnx__ValueInfoProto *value_info_from_text(const char *name, int32_t elem_type, 
     }
     Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
     if (elem_type < 0) {
-        protobuf_c_message_free_unpacked(&vi->type->base, NULL);
+        arena_message_free(&vi->type->base);
         vi->type = NULL;
     } else if (!dims) {
-        protobuf_c_message_free_unpacked(&tt->shape->base, NULL);
+        arena_message_free(&tt->shape->base);
         tt->shape = NULL;
     }
     return vi;

@@ -1,9 +1,10 @@
 /* onnx_build: allocating pieces of a parsed ONNX model.
  *
- * protobuf-c releases a parsed model with free_unpacked(), which free()s every
- * string, array and sub-message it finds. Everything added to a model must
- * therefore be allocated with malloc() (never a string literal or a pointer
- * borrowed from elsewhere), and these helpers are the only place that does it:
+ * A parsed model's own pieces live in its arena; everything added to it must
+ * be allocated with malloc() (never a string literal or a pointer borrowed
+ * from elsewhere), because freeing a model (arena_message_free(), or the
+ * model's own free) free()s every piece that is not in an arena (the rule is
+ * in util/arena.h and model.h). These helpers are the only place that does it:
  * the passes, the tests' model builder (tests/unit/model_builder.c) and the
  * bad-model generator (tests/tools/make_bad_models.c) all build through them.
  * Each returns NULL/false when out of memory and leaves its target unchanged;

@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "model/onnx_build.h"
+#include "util/arena.h"
 
 size_t dtype_size(int32_t elem_type)
 {
@@ -185,7 +186,7 @@ static Onnx__TensorProto *tensor_alloc(const char *name, int32_t elem_type, cons
     t->raw_data.len = data_size;
     t->raw_data.data = malloc(data_size ? data_size : 1);
     if (!t->raw_data.data) {
-        protobuf_c_message_free_unpacked(&t->base, NULL);
+        arena_message_free(&t->base);
         return NULL;
     }
     return t;

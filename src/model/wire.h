@@ -63,6 +63,58 @@ bool wire_read_varint(wire_reader *r, uint64_t end, uint64_t *value);
  * where the field began, f->wire and f->length what went wrong. */
 wire_result wire_next_field(wire_reader *r, uint64_t end, wire_field *f);
 
+/* wire_next_field() for a field whose key and length (or value) lie in the
+ * reader's window and are short, decoded inline: the scanners read every
+ * field of a model, a million on a large graph. Anything else (a varint
+ * across the window's end, a long one, any failure) goes to
+ * wire_next_field(), so the results are the same. */
+static inline wire_result wire_next_field_inline(wire_reader *r, uint64_t end, wire_field *f)
+{
+    uint64_t pos = r->pos, stop = r->window_start + r->window_len;
+    if (end < stop)
+        stop = end;
+    if (r->size < stop)
+        stop = r->size;
+    if (pos < r->window_start || pos >= stop || stop - pos < 2)
+        return wire_next_field(r, end, f);
+    const unsigned char *p = r->window + (pos - r->window_start);
+    uint64_t avail = stop - pos, key, value = 0;
+    size_t at;
+    if (p[0] < 0x80) {
+        key = p[0];
+        at = 1;
+    } else if (p[1] < 0x80) {
+        key = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        at = 2;
+    } else {
+        return wire_next_field(r, end, f);
+    }
+    unsigned wire = (unsigned)(key & 7);
+    if ((key >> 3) == 0 || (wire != 0 && wire != 2))
+        return wire_next_field(r, end, f);
+    size_t first = at; /* of the varint: the length, or the value */
+    for (unsigned shift = 0;; shift += 7) {
+        if (at >= avail || at - first >= 10)
+            return wire_next_field(r, end, f);
+        value |= (uint64_t)(p[at] & 0x7f) << shift;
+        if (!(p[at++] & 0x80))
+            break;
+    }
+    *f = (wire_field){ .start = pos, .number = key >> 3, .wire = wire };
+    if (wire == 0) {
+        f->payload = pos + first;
+        f->length = at - first;
+    } else {
+        if (value > end - (pos + at))
+            return wire_next_field(r, end, f); /* past the end: its error */
+        f->payload = pos + at;
+        f->length = value;
+    }
+    f->end = f->payload + f->length;
+    r->pos = f->end;
+    return WIRE_OK;
+}
+
 /* Appends a protobuf varint. */
 void sb_add_varint(strbuf *sb, uint64_t value);
 /* The bytes a varint of `value` takes (1 to 10). */

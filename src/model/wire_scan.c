@@ -12,6 +12,27 @@ typedef struct frame {
     uint64_t end;
 } frame;
 
+/* The descriptors' fields found last, by message type and number: a model
+ * repeats the same few (a node's inputs, outputs and attributes) a million
+ * times, and protobuf-c's lookup is a call and a binary search. */
+#define FIELD_CACHE 64
+typedef struct field_cache {
+    const ProtobufCMessageDescriptor *desc; /* NULL: an empty slot */
+    uint64_t number;
+    const ProtobufCFieldDescriptor *field; /* NULL: no such field */
+} field_cache;
+
+static const ProtobufCFieldDescriptor *field_of(field_cache *cache,
+                                                const ProtobufCMessageDescriptor *desc,
+                                                uint64_t number)
+{
+    field_cache *slot = &cache[(number ^ ((uintptr_t)desc >> 4)) % FIELD_CACHE];
+    if (slot->desc != desc || slot->number != number)
+        *slot = (field_cache){ desc, number,
+                               protobuf_c_message_descriptor_get_field(desc, (unsigned)number) };
+    return slot->field;
+}
+
 static rnnstate_status truncated(const char *label, size_t at, size_t size, bool stream,
                                  rnnstate_error *err)
 {
@@ -38,11 +59,12 @@ static bool only_too_large(bool stream, size_t depth, const wire_field *f)
 /* Reads one field; for a sub-message, pushes a frame and stays at its
  * first byte, else moves past the field. */
 static rnnstate_status step(wire_reader *r, frame *stack, size_t *depth, size_t max_depth,
-                            bool stream, const char *label, rnnstate_error *err)
+                            field_cache *cache, bool stream, const char *label,
+                            rnnstate_error *err)
 {
     frame *top = &stack[*depth - 1];
     wire_field f;
-    wire_result res = wire_next_field(r, top->end, &f);
+    wire_result res = wire_next_field_inline(r, top->end, &f);
     if (res == WIRE_LENGTH_PAST_END && only_too_large(stream, *depth, &f))
         return set_error(err, RNNSTATE_ERR_INVALID,
                          "%s: larger than the limit of %llu bytes (see --max-model-size)", label,
@@ -65,9 +87,7 @@ static rnnstate_status step(wire_reader *r, frame *stack, size_t *depth, size_t 
                          label, (size_t)f.start, (unsigned long long)f.length);
     }
     const ProtobufCFieldDescriptor *field =
-        top->desc && f.wire == 2
-            ? protobuf_c_message_descriptor_get_field(top->desc, (unsigned)f.number)
-            : NULL;
+        top->desc && f.wire == 2 ? field_of(cache, top->desc, f.number) : NULL;
     if (!field || field->type != PROTOBUF_C_TYPE_MESSAGE)
         return RNNSTATE_OK;
     if (*depth >= max_depth)
@@ -100,13 +120,14 @@ static rnnstate_status scan(wire_reader *r, uint64_t end, bool stream, size_t ma
     if (!stack)
         return set_error(err, RNNSTATE_ERR_NOMEM, "%s: out of memory", label);
     size_t depth = 1;
+    field_cache cache[FIELD_CACHE] = { 0 };
     stack[0] = (frame){ &onnx__model_proto__descriptor, end };
     rnnstate_status st = RNNSTATE_OK;
     while (st == RNNSTATE_OK && depth > 0) {
         if (r->pos == stack[depth - 1].end || (stream && depth == 1 && stream_ended(r)))
             depth--;
         else
-            st = step(r, stack, &depth, max_depth, stream, label, err);
+            st = step(r, stack, &depth, max_depth, cache, stream, label, err);
     }
     free(stack);
     return st;

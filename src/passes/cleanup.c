@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
+#include "util/arena.h"
 
 typedef struct cleanup {
     rewrite_ctx *ctx;
@@ -77,7 +78,7 @@ static size_t compact(void **items, size_t n, const bool *dead)
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         if (dead[i])
-            protobuf_c_message_free_unpacked(items[i], NULL);
+            arena_message_free(items[i]);
         else
             items[kept++] = items[i];
     }

@@ -21,6 +21,7 @@
 #include "passes/passes.h"
 #include "state/types.h"
 #include "model/tensor_util.h"
+#include "util/arena.h"
 
 #define MAX_RANK 8
 
@@ -52,7 +53,7 @@ static Onnx__TensorProto *int64_tensor(const char *name, const int64_t *v, size_
     int64_t *data = t ? malloc((n ? n : 1) * sizeof *data) : NULL;
     if (!data) {
         if (t)
-            protobuf_c_message_free_unpacked(&t->base, NULL);
+            arena_message_free(&t->base);
         return NULL;
     }
     memcpy(data, v, n * sizeof *v);
@@ -84,7 +85,7 @@ static const char *add_node(cache_job *j, const char *op, const char *what, cons
     free(name);
     if (!ok) {
         if (node)
-            protobuf_c_message_free_unpacked(&node->base, NULL);
+            arena_message_free(&node->base);
         return NULL;
     }
     return scope_queue_node(j->main_scope, j->before, node) ? node->output[0] : NULL;
@@ -102,7 +103,7 @@ static bool add_zeros(cache_job *j, const char *name, const int64_t *dims, size_
     unsigned char *raw = zeros ? calloc(1, bytes ? bytes : 1) : NULL;
     if (!raw) {
         if (zeros)
-            protobuf_c_message_free_unpacked(&zeros->base, NULL);
+            arena_message_free(&zeros->base);
         return false;
     }
     zeros->has_raw_data = true;
@@ -240,9 +241,9 @@ static bool declare_pair(cache_job *j)
         out = NULL;
     }
     if (in)
-        protobuf_c_message_free_unpacked(&in->base, NULL);
+        arena_message_free(&in->base);
     if (out)
-        protobuf_c_message_free_unpacked(&out->base, NULL);
+        arena_message_free(&out->base);
     int batch_axis = dims[0].param || !dims[0].known ? 0 : -1;
     report_add_pair(&j->ctx->report, j->names[0], j->names[1], dims, (size_t)j->rank,
                     j->elem_type, batch_axis, optional, true, RNNSTATE_PAIR_CONTEXT);
@@ -294,7 +295,7 @@ static bool build_cache(cache_job *j)
         ok = append_string(&slice->input, &slice->n_input, in[i]);
     if (!ok) {
         if (slice)
-            protobuf_c_message_free_unpacked(&slice->base, NULL);
+            arena_message_free(&slice->base);
         return false;
     }
     return scope_queue_node(j->main_scope, j->before, slice) &&

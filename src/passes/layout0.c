@@ -18,6 +18,7 @@
 #include "recurrent_ops.h"
 #include "analysis/shape.h"
 #include "model/tensor_util.h"
+#include "util/arena.h"
 
 static const int64_t swap01[3] = { 1, 0, 2 };
 static const int64_t y_to_batch_first[4] = { 2, 0, 1, 3 };
@@ -32,7 +33,7 @@ static Onnx__NodeProto *transpose(rewrite_ctx *ctx, const char *in, const char *
               append_string(&node->output, &node->n_output, out) &&
               node_add_ints_attr(node, "perm", perm, rank);
     if (!ok && node) {
-        protobuf_c_message_free_unpacked(&node->base, NULL);
+        arena_message_free(&node->base);
         node = NULL;
     }
     return node;
@@ -70,9 +71,9 @@ static Onnx__NodeProto *constant_node(rewrite_ctx *ctx, const char *out, Onnx__T
     bool ok = node && append_string(&node->output, &node->n_output, out) &&
               node_add_tensor_attr(node, "value", value);
     if (!node)
-        protobuf_c_message_free_unpacked(&value->base, NULL);
+        arena_message_free(&value->base);
     if (!ok && node) {
-        protobuf_c_message_free_unpacked(&node->base, NULL);
+        arena_message_free(&node->base);
         node = NULL;
     }
     return node;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
+#include "util/arena.h"
 
 /* The built string, or NULL when building it ran out of memory. */
 static char *detach_json(strbuf *sb)
@@ -64,7 +65,7 @@ static Onnx__StringStringEntryProto *new_entry(Onnx__ModelProto *m, const char *
 {
     Onnx__StringStringEntryProto *e = string_entry_new(key);
     if (e && !APPEND_PTR(&m->metadata_props, &m->n_metadata_props, e)) {
-        protobuf_c_message_free_unpacked(&e->base, NULL);
+        arena_message_free(&e->base);
         return NULL;
     }
     return e;
@@ -85,7 +86,7 @@ static bool set_metadata(Onnx__ModelProto *m, const char *key, char *json, bool 
         free(json);
         return false;
     }
-    free(e->value);
+    arena_piece_free(e->value); /* a parsed entry's may be in the arena */
     e->value = json;
     *written = true;
     return true;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/tensor_util.h"
+#include "util/arena.h"
 
 /* Expand exists from opset 8 on. */
 #define EXPAND_MIN_OPSET 8
@@ -161,7 +162,7 @@ Onnx__NodeProto *queue_op(rewrite_ctx *ctx, recurrent_shape *rs, const char *op,
         ok = append_string(&node->input, &node->n_input, inputs[i]);
     if (!ok) {
         if (node)
-            protobuf_c_message_free_unpacked(&node->base, NULL);
+            arena_message_free(&node->base);
         return NULL;
     }
     return scope_queue_node(rs->sc, rs->node_index, node) ? node : NULL;

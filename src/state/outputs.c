@@ -10,6 +10,7 @@
 
 #include "state/outputs.h"
 #include "model/tensor_util.h"
+#include "util/arena.h"
 
 static rnnstate_status add_output(rewrite_ctx *ctx, scope *sc, const char *name,
                                   const recurrent_shape *rs)
@@ -33,7 +34,7 @@ static rnnstate_status pass_state_through(rewrite_ctx *ctx, scope *branch,
     bool ok = node && append_string(&node->input, &node->n_input, state_input) &&
               append_string(&node->output, &node->n_output, out);
     if (!ok && node)
-        protobuf_c_message_free_unpacked(&node->base, NULL);
+        arena_message_free(&node->base);
     ok = ok && scope_queue_node(branch, SIZE_MAX, node);
     rnnstate_status st = ok ? add_output(ctx, branch, out, rs) : ctx_oom(ctx);
     free(out);
@@ -106,7 +107,7 @@ static rnnstate_status copy_to_output(rewrite_ctx *ctx, node_plan *p, const char
     bool ok = node && append_string(&node->input, &node->n_input, value) &&
               append_string(&node->output, &node->n_output, name);
     if (!ok && node)
-        protobuf_c_message_free_unpacked(&node->base, NULL);
+        arena_message_free(&node->base);
     ok = ok && scope_queue_node(ctx->scopes.scopes[0], p->rs.node_index + 1, node);
     return ok ? add_output(ctx, ctx->scopes.scopes[0], name, &p->rs) : ctx_oom(ctx);
 }

@@ -15,6 +15,7 @@
 #include "state/outputs.h"
 #include "state/slices.h"
 #include "model/tensor_util.h"
+#include "util/arena.h"
 
 /* More rows than any stack of recurrent layers has: such an input is not
  * assembled (the rows passed through are listed in a constant). */
@@ -302,7 +303,7 @@ static Onnx__NodeProto *new_node(rewrite_ctx *ctx, const char *op, const char *o
     Onnx__NodeProto *node = name ? node_new(op, name) : NULL;
     free(name);
     if (node && !append_string(&node->output, &node->n_output, output)) {
-        protobuf_c_message_free_unpacked(&node->base, NULL);
+        arena_message_free(&node->base);
         node = NULL;
     }
     return node;
@@ -314,7 +315,7 @@ static bool queue_first(rewrite_ctx *ctx, Onnx__NodeProto *node, bool ok)
 {
     if (!ok || !node) {
         if (node)
-            protobuf_c_message_free_unpacked(&node->base, NULL);
+            arena_message_free(&node->base);
         return false;
     }
     return scope_queue_node(ctx->scopes.scopes[0], 0, node);
@@ -336,7 +337,7 @@ static char *input_rows_value(rewrite_ctx *ctx, const char *input, int64_t start
     free(rows);
     Onnx__NodeProto *c = t ? new_node(ctx, "Constant", idx) : NULL;
     if (!c && t)
-        protobuf_c_message_free_unpacked(&t->base, NULL);
+        arena_message_free(&t->base);
     /* the attribute takes t over, also when it fails */
     bool ok = queue_first(ctx, c, c && node_add_tensor_attr(c, "value", t));
     Onnx__NodeProto *g = ok ? new_node(ctx, "Gather", out) : NULL;
@@ -415,7 +416,7 @@ static rnnstate_status concat_states(rewrite_ctx *ctx, const char *input, const 
     bool ok = concat && node_add_int_attr(concat, "axis", 0) &&
               concat_inputs(ctx, concat, input, s, n, rows);
     if (!ok && concat)
-        protobuf_c_message_free_unpacked(&concat->base, NULL);
+        arena_message_free(&concat->base);
     ok = ok && scope_queue_node(ctx->scopes.scopes[0], SIZE_MAX, concat);
     return ok ? RNNSTATE_OK : ctx_oom(ctx);
 }

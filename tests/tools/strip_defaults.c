@@ -9,13 +9,14 @@
 
 #include "rnnstate.h"
 #include "model.h"
+#include "util/arena.h"
 
 static int strip(Onnx__GraphProto *g, const char *name)
 {
     for (size_t i = 0; i < g->n_initializer; i++) {
         if (strcmp(g->initializer[i]->name ? g->initializer[i]->name : "", name) != 0)
             continue;
-        protobuf_c_message_free_unpacked(&g->initializer[i]->base, NULL);
+        arena_message_free(&g->initializer[i]->base); /* it may be in the model's arena */
         memmove(&g->initializer[i], &g->initializer[i + 1],
                 (g->n_initializer - i - 1) * sizeof g->initializer[0]);
         g->n_initializer--;

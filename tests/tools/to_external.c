@@ -13,6 +13,7 @@
 #include "model.h"
 #include "model/onnx_build.h"
 #include "model/tensor_util.h"
+#include "util/arena.h"
 
 static Onnx__StringStringEntryProto *entry(const char *key, const char *value)
 {
@@ -38,12 +39,12 @@ static int externalize(Onnx__TensorProto *t, FILE *bin, const char *location, lo
     snprintf(off, sizeof off, "%ld", *offset);
     snprintf(len, sizeof len, "%zu", size);
     *offset += (long)size;
-    /* drop the in-model data */
-    free(t->raw_data.data);
+    /* drop the in-model data (parsed: it may be in the model's arena) */
+    arena_piece_free(t->raw_data.data);
     t->raw_data.data = NULL;
     t->raw_data.len = 0;
     t->has_raw_data = 0;
-    free(t->float_data);
+    arena_piece_free(t->float_data);
     t->float_data = NULL;
     t->n_float_data = 0;
     t->has_data_location = 1;

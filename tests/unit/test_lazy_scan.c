@@ -47,8 +47,8 @@ static rnnstate_status scan_bytes(unsigned char *bytes, size_t size, scanned *s,
     rnnstate_status st = lazy_scan_file(fd, size, MIN_BYTES, "m", &s->scan, err);
     close(fd);
     s->skeleton = st == RNNSTATE_OK
-                      ? onnx__model_proto__unpack(NULL, s->scan.skeleton.len,
-                                                  (const uint8_t *)s->scan.skeleton.buf)
+                      ? onnx__model_proto__unpack(NULL, s->scan.skeleton_len,
+                                                  s->scan.skeleton)
                       : NULL;
     return st;
 }
@@ -150,8 +150,8 @@ static void test_small_model_is_copied_as_is(void **state)
     rnnstate_error err;
     assert_int_equal(scan_bytes(bytes, size, &s, &err), RNNSTATE_OK);
     assert_int_equal(s.scan.n_lazy, 0);
-    assert_int_equal(s.scan.skeleton.len, size);
-    assert_memory_equal(s.scan.skeleton.buf, bytes, size);
+    assert_int_equal(s.scan.skeleton_len, size);
+    assert_memory_equal(s.scan.skeleton, bytes, size);
     scanned_free(&s);
 }
 
