@@ -5,8 +5,9 @@
  * every analysis linear in the size of the graphs whatever their shape (a
  * chain of Concat(c, c) nodes, which a plain walk visits 2^N times, is walked
  * once). Each analysis owns one slot of every index (graph_index.memo[]):
- * a table with one entry per value, allocated when first asked for, so an
- * index costs one pointer per value and an entry per value actually visited.
+ * a table of entries per value (one per key, e.g. per axis), allocated from
+ * slabs when first asked for, so an index costs four bytes per value and
+ * key asked for, and an entry per value and key actually visited.
  * The tables are freed with the index, so an answer never outlives the graph
  * it describes.
  *
