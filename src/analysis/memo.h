@@ -5,8 +5,9 @@
  * every analysis linear in the size of the graphs whatever their shape (a
  * chain of Concat(c, c) nodes, which a plain walk visits 2^N times, is walked
  * once). Each analysis owns one slot of every index (graph_index.memo[]):
- * a table with one entry per value, allocated when first asked for, so an
- * index costs one pointer per value and an entry per value actually visited.
+ * a table of entries per value (one per key, e.g. per axis), allocated from
+ * slabs when first asked for, so an index costs four bytes per value and
+ * key asked for, and an entry per value and key actually visited.
  * The tables are freed with the index, so an answer never outlives the graph
  * it describes.
  *
@@ -42,12 +43,26 @@ typedef void (*memo_entry_clear)(void *entry);
 
 /* The zeroed-on-first-use entry of `entry_size` bytes for value `e` of scope
  * `o`'s index, in the table of slot `slot` (one of graph_index_memo_slot);
- * every call for a slot passes the same size and clear function. NULL when
- * out of memory, noted with oom_note() (error.h): the caller then answers as
- * best it can, e.g. without the memo, and the rewrite fails with
- * RNNSTATE_ERR_NOMEM, so that no answer changes. The table is logically part of the index,
- * which the analyses otherwise only read. */
+ * every call for a slot passes the same size and clear function. An entry
+ * stays where it is until the index is rebuilt or freed. NULL when out of
+ * memory, noted with oom_note() (error.h): the caller then answers as best
+ * it can, e.g. without the memo, and the rewrite fails with
+ * RNNSTATE_ERR_NOMEM, so that no answer changes. The table is logically part
+ * of the index, which the analyses otherwise only read. */
 void *memo_entry(const scope *o, const value_entry *e, int slot, size_t entry_size,
                  memo_entry_clear clear);
+
+/* memo_entry() for one of `n_keys` entries of each value (0 <= key <
+ * n_keys), e.g. one per axis: only the keys asked for get an entry. Every
+ * call for a slot passes the same n_keys and clear function (which gets the
+ * entries of every key), and every call for a key the same size; keys may
+ * differ in size. */
+void *memo_entry_keyed(const scope *o, const value_entry *e, int slot, int key, int n_keys,
+                       size_t entry_size, memo_entry_clear clear);
+
+/* The entry of value `e` and key `key` in slot `slot` if one was made, else
+ * NULL (nothing is allocated): a reader that finds no entry takes the
+ * zeroed one's meaning. */
+void *memo_entry_find(const scope *o, const value_entry *e, int slot, int key);
 
 #endif

@@ -23,6 +23,7 @@ typedef struct rank_memo {
     int64_t rank;
 } rank_memo;
 
+/* One axis of one value: 24 bytes, allocated only for the axes asked for. */
 typedef struct dim_memo {
     unsigned char state;
     bool cut;
@@ -36,24 +37,27 @@ typedef struct dim_memo {
      * memoized for good, and stops no later, one node per depth. walk_dead is then 1 + the depth it was computed at (0:
      * not known). So a long chain is walked once, not once per layer. */
     unsigned char walk_dead;
+    bool known;   /* the dimension, as a dim_info's fields */
     int depth;
-    dim_info dim; /* owns its param */
+    int64_t value;
+    char *param;  /* owned */
 } dim_memo;
 
-typedef struct shape_memo {
-    dim_memo dims[MEMO_AXES];
-} shape_memo;
-
-static void shape_memo_clear(void *entry)
+static void dim_memo_forget(dim_memo *m)
 {
-    shape_memo *m = entry;
-    for (int a = 0; a < MEMO_AXES; a++)
-        dim_info_clear(&m->dims[a].dim);
+    free(m->param);
+    m->param = NULL;
+    m->known = false;
+    m->value = 0;
 }
 
-static shape_memo *shape_memo_of(const scope *o, const value_entry *e)
+static void dim_memo_clear(void *entry) { dim_memo_forget(entry); }
+
+/* The memo of one axis (< MEMO_AXES) of a value; NULL when out of memory. */
+static dim_memo *dim_memo_of(const scope *o, const value_entry *e, int64_t axis)
 {
-    return memo_entry(o, e, MEMO_SLOT_SHAPE, sizeof(shape_memo), shape_memo_clear);
+    return memo_entry_keyed(o, e, MEMO_SLOT_SHAPE, (int)axis, MEMO_AXES, sizeof(dim_memo),
+                            dim_memo_clear);
 }
 
 static rank_memo *rank_memo_of(const scope *o, const value_entry *e)
@@ -115,9 +119,14 @@ const Onnx__NodeProto *shape_producer(const scope *s, const char *value,
                                              const scope **owner, int *slot)
 {
     const value_entry *e = scope_lookup(s, value, owner);
-    if (!e || e->producer < 0)
+    return e ? shape_producer_of(*owner, e, slot) : NULL;
+}
+
+const Onnx__NodeProto *shape_producer_of(const scope *o, const value_entry *e, int *slot)
+{
+    if (e->producer < 0)
         return NULL;
-    const Onnx__NodeProto *p = (*owner)->graph->node[e->producer];
+    const Onnx__NodeProto *p = o->graph->node[e->producer];
     *slot = e->producer_slot;
     return node_default_domain(p) || recurrent_op_of(p) ? p : NULL;
 }
@@ -150,17 +159,17 @@ static int64_t shape_length(shape_query *q, const scope *s, const char *shape, i
     return n;
 }
 
-static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
-                            const scope *o, const value_entry *e, int depth)
+/* (o, e): the value scope_lookup() found, the scope that owns it. */
+static int64_t compute_rank(shape_query *q, const scope *o, const value_entry *e, int depth)
 {
     const Onnx__TensorShapeProto *sh = declared_shape(o, e);
     if (sh)
         return (int64_t)sh->n_dim;
-    const Onnx__TensorProto *t = constant_tensor(s, value);
+    const Onnx__TensorProto *t = constant_tensor_of(o, e);
     if (t)
         return (int64_t)t->n_dims;
     int slot;
-    const Onnx__NodeProto *p = shape_producer(s, value, &o, &slot);
+    const Onnx__NodeProto *p = shape_producer_of(o, e, &slot);
     if (!p || p->n_input == 0)
         return -1;
     const char *in0 = str_or_empty(p->input[0]);
@@ -204,13 +213,19 @@ static int64_t compute_rank(shape_query *q, const scope *s, const char *value,
     return rank;
 }
 
+static int64_t rank_at(shape_query *q, const scope *o, const value_entry *e, int depth);
+
 /* The rank of `value`, or -1 when unknown; memoized. */
 static int64_t rank_of(shape_query *q, const scope *s, const char *value, int depth)
 {
     const scope *o;
     const value_entry *e = scope_lookup(s, value, &o);
-    if (!e)
-        return -1;
+    return e ? rank_at(q, o, e, depth) : -1;
+}
+
+/* rank_of() of the value found (entry e of scope o). */
+static int64_t rank_at(shape_query *q, const scope *o, const value_entry *e, int depth)
+{
     if (depth > MAX_TRACE_DEPTH) {
         q->cut = true; /* from deeper, cut as well: not a rank_cut */
         return -1;
@@ -227,7 +242,7 @@ static int64_t rank_of(shape_query *q, const scope *s, const char *value, int de
         m->state = MEMO_BUSY;
     bool outer_cut = q->cut;
     q->cut = false;
-    int64_t rank = compute_rank(q, s, value, o, e, depth);
+    int64_t rank = compute_rank(q, o, e, depth);
     q->rank_cut |= q->cut;
     if (m)
         *m = (rank_memo){ .state = MEMO_DONE, .cut = q->cut, .depth = depth, .rank = rank };
@@ -531,12 +546,12 @@ static bool slice_cuts(const scope *s, const Onnx__NodeProto *p, int64_t axis)
     return cuts;
 }
 
-static bool through_producer(shape_query *q, const scope *s, const char *value, int64_t axis,
-                             int depth, dim_info *out)
+/* (o, e): the value scope_lookup() found for `value`. */
+static bool through_producer(shape_query *q, const scope *o, const value_entry *e,
+                             const char *value, int64_t axis, int depth, dim_info *out)
 {
-    const scope *o;
     int slot;
-    const Onnx__NodeProto *p = shape_producer(s, value, &o, &slot);
+    const Onnx__NodeProto *p = shape_producer_of(o, e, &slot);
     if (!p || p->n_input == 0)
         return true;
     const char *in0 = str_or_empty(p->input[0]);
@@ -584,7 +599,7 @@ static bool through_producer(shape_query *q, const scope *s, const char *value, 
 
 /* Dimension `axis` of `value` (entry e of scope o) into *out (cleared);
  * false when out of memory. */
-static bool compute_dim(shape_query *q, const scope *s, const char *value, const scope *o,
+static bool compute_dim(shape_query *q, const char *value, const scope *o,
                         const value_entry *e, int64_t axis, int depth, dim_info *out)
 {
     const Onnx__TensorShapeProto *sh = declared_shape(o, e);
@@ -599,7 +614,7 @@ static bool compute_dim(shape_query *q, const scope *s, const char *value, const
             return false;
         }
     }
-    const Onnx__TensorProto *t = constant_tensor(s, value);
+    const Onnx__TensorProto *t = constant_tensor_of(o, e);
     if (t) {
         if ((size_t)axis < t->n_dims && t->dims[axis] >= 0) {
             out->known = true;
@@ -607,14 +622,25 @@ static bool compute_dim(shape_query *q, const scope *s, const char *value, const
         }
         return true;
     }
-    return through_producer(q, s, value, axis, depth, out);
+    return through_producer(q, o, e, value, axis, depth, out);
 }
 
-static bool dim_copy(dim_info *to, const dim_info *from)
+/* *to = a copy of the memoized dimension (to->param owned). */
+static bool dim_from_memo(dim_info *to, const dim_memo *from)
 {
     dim_info_clear(to);
-    *to = *from;
-    to->param = NULL;
+    *to = (dim_info){ from->known, from->value, NULL };
+    if (!from->param || (to->param = strdup(from->param)) != NULL)
+        return true;
+    oom_note();
+    return false;
+}
+
+static bool dim_to_memo(dim_memo *to, const dim_info *from)
+{
+    dim_memo_forget(to);
+    to->known = from->known;
+    to->value = from->value;
     if (!from->param || (to->param = strdup(from->param)) != NULL)
         return true;
     oom_note();
@@ -623,7 +649,7 @@ static bool dim_copy(dim_info *to, const dim_info *from)
 
 /* trace_axis_to_input's step: a main-graph input ends the walk, anything
  * else is followed through its producer. */
-static bool walk_step(shape_query *q, const scope *s, const char *value, const scope *o,
+static bool walk_step(shape_query *q, const char *value, const scope *o,
                       const value_entry *e, int64_t axis, int depth, dim_info *out)
 {
     if (--q->budget <= 0) {
@@ -636,15 +662,16 @@ static bool walk_step(shape_query *q, const scope *s, const char *value, const s
         q->found++;
         return true;
     }
-    return through_producer(q, s, value, axis, depth, out);
+    return through_producer(q, o, e, value, axis, depth, out);
 }
 
 /* walk_step, reusing and recording dead walks (walk_memo). */
-static bool walk_to_input(shape_query *q, const scope *s, const char *value, const scope *o,
+static bool walk_to_input(shape_query *q, const char *value, const scope *o,
                           const value_entry *e, int64_t axis, int depth, dim_info *out)
 {
-    shape_memo *vm = axis < MEMO_AXES ? shape_memo_of(o, e) : NULL;
-    dim_memo *w = vm ? &vm->dims[axis] : NULL;
+    /* read without allocating: most walks are not remembered */
+    const dim_memo *w = axis < MEMO_AXES ? memo_entry_find(o, e, MEMO_SLOT_SHAPE, (int)axis)
+                                         : NULL;
     if (w && !q->no_reuse && w->walk_dead && depth + 1 >= w->walk_dead) {
         q->budget -= MAX_TRACE_DEPTH + 1 - depth;
         q->replayed = true;
@@ -656,11 +683,13 @@ static bool walk_to_input(shape_query *q, const scope *s, const char *value, con
     unsigned found = q->found;
     q->children = 0;
     q->branched = q->starved = q->cut = q->rank_cut = false;
-    bool ok = walk_step(q, s, value, o, e, axis, depth, out);
+    bool ok = walk_step(q, value, o, e, axis, depth, out);
     bool one_way = q->children <= 1 && !q->branched;
-    if (ok && w && one_way && q->cut && !q->rank_cut && !q->starved && q->found == found &&
-        !out->known)
-        w->walk_dead = (unsigned char)(depth + 1);
+    dim_memo *dead = ok && axis < MEMO_AXES && one_way && q->cut && !q->rank_cut &&
+                             !q->starved && q->found == found && !out->known
+                         ? dim_memo_of(o, e, axis) : NULL;
+    if (dead)
+        dead->walk_dead = (unsigned char)(depth + 1);
     q->children = children;
     q->branched = branched || !one_way;
     q->starved |= starved;
@@ -684,26 +713,25 @@ static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int6
         return true;
     }
     if (q->to_input)
-        return walk_to_input(q, s, value, o, e, axis, depth, out);
-    shape_memo *vm = axis < MEMO_AXES ? shape_memo_of(o, e) : NULL;
-    dim_memo *m = vm ? &vm->dims[axis] : NULL;
+        return walk_to_input(q, value, o, e, axis, depth, out);
+    dim_memo *m = axis < MEMO_AXES ? dim_memo_of(o, e, axis) : NULL;
     if (m && m->state == MEMO_BUSY)
         return true; /* a cycle */
     if (m && memo_reusable(m->state, m->cut, m->depth, depth)) {
         q->cut |= m->cut;
-        return dim_copy(out, &m->dim);
+        return dim_from_memo(out, m);
     }
     if (!m)
-        return compute_dim(q, s, value, o, e, axis, depth, out);
-    dim_info_clear(&m->dim);
+        return compute_dim(q, value, o, e, axis, depth, out);
+    dim_memo_forget(m);
     m->state = MEMO_BUSY;
     bool outer_cut = q->cut;
     q->cut = false;
-    bool ok = compute_dim(q, s, value, o, e, axis, depth, out);
+    bool ok = compute_dim(q, value, o, e, axis, depth, out);
     m->cut = q->cut;
     m->depth = depth;
     q->cut |= outer_cut;
-    m->state = ok && dim_copy(&m->dim, out) ? MEMO_DONE : MEMO_NONE;
+    m->state = ok && dim_to_memo(m, out) ? MEMO_DONE : MEMO_NONE;
     return ok && m->state == MEMO_DONE;
 }
 
@@ -734,4 +762,10 @@ int64_t infer_rank(const scope *s, const char *value)
 {
     shape_query q = { .cut = false };
     return rank_of(&q, s, value, 0);
+}
+
+int64_t infer_rank_of(const scope *o, const value_entry *e)
+{
+    shape_query q = { .cut = false };
+    return rank_at(&q, o, e, 0);
 }

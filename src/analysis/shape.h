@@ -20,6 +20,8 @@
 /* The rank of `value` (declared, or inferred through its producers), or -1
  * when unknown. Memoized; needs no memory to answer correctly. */
 int64_t infer_rank(const scope *s, const char *value);
+/* infer_rank() of the value scope_lookup() found (entry e of scope o). */
+int64_t infer_rank_of(const scope *o, const value_entry *e);
 
 /* Infers dimension `axis` of `value` from declared shapes and, where the value
  * carries none (intermediate values usually don't), from its producers:
@@ -44,6 +46,8 @@ bool trace_axis_to_input(const scope *s, const char *value, int64_t axis, const 
  * output slot `value` is in *slot. */
 const Onnx__NodeProto *shape_producer(const scope *s, const char *value, const scope **owner,
                                       int *slot);
+/* shape_producer() of the value scope_lookup() found (entry e of scope o). */
+const Onnx__NodeProto *shape_producer_of(const scope *o, const value_entry *e, int *slot);
 
 /* Ops whose output has input 0's shape; ops on [N, C, spatial...] that
  * keep input 0's rank and batch N (the other axes change). NULL-terminated. */

@@ -20,30 +20,146 @@
 #include "recurrent_ops.h"
 #include "util/strbuf.h"
 
-static time_state *state_of(stream_walk *w, const scope *s, const char *value)
+/* A time state is kept in up to three memo entries of the value
+ * (MEMO_SLOT_STREAM), each only where it is not all zeros: key 0 what every
+ * state carrying time has (16 bytes), key 1 the frames a Pad added (24), key
+ * 2 what only a merged state has (88). A value with none has the zeroed
+ * state, T_NONE, and costs no memory: most values of a graph never carry
+ * time, and most that do are neither padded nor merged. */
+enum { STREAM_CORE, STREAM_PADS, STREAM_MERGED, STREAM_KEYS };
+
+typedef struct time_core {
+    unsigned char kind;
+    bool front_cached;
+    int axis;
+    int64_t scale;
+} time_core;
+
+typedef struct time_pads {
+    int64_t pad_front, pad_back;
+    const Onnx__NodeProto *padded_by;
+} time_pads;
+
+typedef struct time_merged {
+    mono outer, whole;
+    const Onnx__NodeProto *merged_by;
+} time_merged;
+
+static bool mono_is_zero(const mono *m)
 {
-    const scope *o;
-    const value_entry *e = *value ? scope_lookup(s, value, &o) : NULL;
-    if (!e)
-        return NULL;
-    time_state *t = memo_entry(o, e, MEMO_SLOT_STREAM, sizeof(time_state), NULL);
-    if (!t)
-        w->oom = true; /* the walk needs the state: out of memory ends the analysis */
+    bool zero = !m->ok && !m->n && !m->coef;
+    for (int i = 0; i < MONO_SYMBOLS; i++)
+        zero &= !m->sym[i];
+    return zero;
+}
+
+static const value_entry *stream_value(const scope *s, const char *value, const scope **o)
+{
+    return *value ? scope_lookup(s, value, o) : NULL;
+}
+
+/* The time state of entry e of scope o (none when e is NULL). */
+static time_state state_at(const scope *o, const value_entry *e)
+{
+    const time_core *c = e ? memo_entry_find(o, e, MEMO_SLOT_STREAM, STREAM_CORE) : NULL;
+    const time_pads *p = e ? memo_entry_find(o, e, MEMO_SLOT_STREAM, STREAM_PADS) : NULL;
+    const time_merged *m = e ? memo_entry_find(o, e, MEMO_SLOT_STREAM, STREAM_MERGED) : NULL;
+    time_state t = { .kind = T_NONE };
+    if (c) {
+        t.kind = c->kind;
+        t.front_cached = c->front_cached;
+        t.axis = c->axis;
+        t.scale = c->scale;
+    }
+    if (p) {
+        t.pad_front = p->pad_front;
+        t.pad_back = p->pad_back;
+        t.padded_by = p->padded_by;
+    }
+    if (m) {
+        t.outer = m->outer;
+        t.whole = m->whole;
+        t.merged_by = m->merged_by;
+    }
     return t;
 }
 
 /* The time state of a value; none for an unknown name (or out of memory). */
 time_state get_state(stream_walk *w, const scope *s, const char *value)
 {
-    time_state *t = state_of(w, s, value);
-    return t ? *t : (time_state){ .kind = T_NONE };
+    (void)w;
+    const scope *o = NULL;
+    const value_entry *e = stream_value(s, value, &o);
+    return state_at(o, e);
+}
+
+const value_entry *view_value(const node_view *v, size_t k, bool output, const scope **o)
+{
+    const graph_index *gi = &v->s->index;
+    const int *ids = output ? graph_index_node_outputs(gi, v->at)
+                            : graph_index_node_inputs(gi, v->at);
+    if (ids[k] < 0)
+        return NULL;
+    const value_entry *e = &gi->values[ids[k]];
+    if (e->producer >= 0 || e->graph_input >= 0 || e->initializer >= 0) {
+        *o = v->s;
+        return e;
+    }
+    return v->s->parent ? scope_lookup(v->s->parent, e->name, o) : NULL; /* an outer value */
+}
+
+time_state view_state(const node_view *v, size_t k)
+{
+    const scope *o = NULL;
+    const value_entry *e = view_value(v, k, false, &o);
+    return state_at(o, e);
+}
+
+int64_t view_rank(const node_view *v, size_t k)
+{
+    const scope *o = NULL;
+    const value_entry *e = view_value(v, k, false, &o);
+    return e ? infer_rank_of(o, e) : -1;
+}
+
+/* One part of the state stored: into the entry the value has, or a new one
+ * unless the part is all zeros (what no entry means). */
+static void *state_part(stream_walk *w, const scope *o, const value_entry *e, int key,
+                        size_t size, bool zero)
+{
+    void *have = memo_entry_find(o, e, MEMO_SLOT_STREAM, key);
+    if (have || zero)
+        return have;
+    have = memo_entry_keyed(o, e, MEMO_SLOT_STREAM, key, STREAM_KEYS, size, NULL);
+    if (!have)
+        w->oom = true; /* the walk needs the state: out of memory ends the analysis */
+    return have;
+}
+
+static void set_state_at(stream_walk *w, const scope *o, const value_entry *e, time_state t)
+{
+    if (!e)
+        return;
+    time_core *c = state_part(w, o, e, STREAM_CORE, sizeof *c,
+                              !t.kind && !t.front_cached && !t.axis && !t.scale);
+    if (c)
+        *c = (time_core){ t.kind, t.front_cached, t.axis, t.scale };
+    time_pads *p = state_part(w, o, e, STREAM_PADS, sizeof *p,
+                              !t.pad_front && !t.pad_back && !t.padded_by);
+    if (p)
+        *p = (time_pads){ t.pad_front, t.pad_back, t.padded_by };
+    time_merged *m = state_part(w, o, e, STREAM_MERGED, sizeof *m,
+                                mono_is_zero(&t.outer) && mono_is_zero(&t.whole) &&
+                                    !t.merged_by);
+    if (m)
+        *m = (time_merged){ t.outer, t.whole, t.merged_by };
 }
 
 void set_state(stream_walk *w, const scope *s, const char *value, time_state t)
 {
-    time_state *slot = state_of(w, s, value);
-    if (slot)
-        *slot = t;
+    const scope *o = NULL;
+    const value_entry *e = stream_value(s, value, &o);
+    set_state_at(w, o, e, t);
 }
 
 
@@ -133,8 +249,11 @@ int64_t rank_of_value(const scope *s, const char *value)
 
 void set_outputs(stream_walk *w, const node_view *v, time_state t)
 {
-    for (size_t i = 0; i < v->n->n_output; i++)
-        set_state(w, v->s, node_output(v->n, i), t);
+    for (size_t i = 0; i < v->n->n_output; i++) {
+        const scope *o;
+        const value_entry *e = view_value(v, i, true, &o);
+        set_state_at(w, o, e, t);
+    }
 }
 
 void unknown_op(stream_walk *w, const node_view *v, const char *why)
@@ -200,12 +319,13 @@ static bool has_subgraph(const Onnx__NodeProto *n)
     return false;
 }
 
-static void visit_node(stream_walk *w, const scope *s, const Onnx__NodeProto *n)
+static void visit_node(stream_walk *w, const scope *s, size_t at)
 {
-    node_view v = { .s = s, .n = n };
+    const Onnx__NodeProto *n = s->graph->node[at];
+    node_view v = { .s = s, .n = n, .at = at };
     bool unknown_input = false;
     for (size_t i = 0; i < n->n_input; i++) {
-        time_state t = get_state(w, s, node_input(n, i));
+        time_state t = view_state(&v, i);
         if (!carries_time(&t))
             continue;
         if (!v.time_inputs++ || i == 0)
@@ -244,7 +364,7 @@ static void visit_node(stream_walk *w, const scope *s, const Onnx__NodeProto *n)
     bool window = h == on_conv || h == on_pad || h == on_slice;
     if (!window && refuse_padded(w, &v, &v.in0))
         return;
-    bool first_is_time = carries_time(&(time_state){ .kind = get_state(w, s, node_input(n, 0)).kind });
+    bool first_is_time = n->n_input && carries_time(&(time_state){ .kind = view_state(&v, 0).kind });
     if (!first_is_time && h != on_elementwise && h != on_matmul && h != on_concat) {
         unknown_op(w, &v, "time reaches it through an input other than its first");
         return;
@@ -294,7 +414,7 @@ bool stream_analyse(const scope_tree *tree, int64_t opset, const rnnstate_time_a
     const scope *main_scope = tree->scopes[0];
     seed_sources(&w, main_scope, sources, n_sources);
     for (size_t k = 0; !w.oom && k < main_scope->graph->n_node; k++) {
-        visit_node(&w, main_scope, main_scope->graph->node[k]);
+        visit_node(&w, main_scope, k);
     }
     if (!w.oom)
         check_outputs(&w, main_scope);

@@ -21,16 +21,15 @@ void on_elementwise(stream_walk *w, const node_view *v)
 {
     int64_t out_rank = -1;
     for (size_t i = 0; i < v->n->n_input; i++) {
-        int64_t r = rank_of_value(v->s, node_input(v->n, i));
+        int64_t r = view_rank(v, i);
         out_rank = r > out_rank ? r : out_rank;
     }
     time_state out = { .kind = T_NONE };
     for (size_t i = 0; i < v->n->n_input; i++) {
-        const char *in = node_input(v->n, i);
-        time_state t = get_state(w, v->s, in);
+        time_state t = view_state(v, i);
         if (!carries_time(&t))
             continue;
-        int64_t r = rank_of_value(v->s, in);
+        int64_t r = view_rank(v, i);
         if (r < 0 || out_rank < 0) {
             unknown_op(w, v, "the ranks of its inputs are not known");
             return;

@@ -69,6 +69,7 @@ typedef struct shape_expr {
 typedef struct node_view {
     const scope *s;
     const Onnx__NodeProto *n;
+    size_t at;         /* n's position in s's graph, whose index is current */
     time_state in0;    /* input 0's time state */
     int time_inputs;   /* how many inputs carry time */
 } node_view;
@@ -78,6 +79,12 @@ typedef void (*node_handler)(stream_walk *w, const node_view *v);
 /* ---- stream.c: time states and findings ---- */
 /* The time state of a value; none for an unknown name (or out of memory). */
 time_state get_state(stream_walk *w, const scope *s, const char *value);
+/* The value input k (or output k) of the node names, as scope_lookup() finds
+ * it, from the index's node_values (no name hashed); NULL for an empty name. */
+const value_entry *view_value(const node_view *v, size_t k, bool output, const scope **o);
+/* get_state() and infer_rank() of view_value()'s answer. */
+time_state view_state(const node_view *v, size_t k);
+int64_t view_rank(const node_view *v, size_t k);
 void set_state(stream_walk *w, const scope *s, const char *value, time_state t);
 static inline bool carries_time(const time_state *t) { return t->kind != T_NONE; }
 /* The symbol of a named or sourced size (SYM_TIME for none). */

@@ -26,7 +26,12 @@ const Onnx__TensorProto *constant_tensor(const scope *s, const char *value)
 {
     const scope *o;
     const value_entry *e = scope_lookup(s, value, &o);
-    if (!e || e->graph_input >= 0)
+    return e ? constant_tensor_of(o, e) : NULL;
+}
+
+const Onnx__TensorProto *constant_tensor_of(const scope *o, const value_entry *e)
+{
+    if (e->graph_input >= 0)
         return NULL; /* a graph input can be overridden: not a constant */
     if (e->initializer >= 0)
         return o->graph->initializer[e->initializer];

@@ -44,6 +44,8 @@ const Onnx__NodeProto *value_producer(const scope *s, const char *value, const s
 /* The tensor of a value that is an initializer (not overridable as an input)
  * or a Constant's output, or NULL. */
 const Onnx__TensorProto *constant_tensor(const scope *s, const char *value);
+/* constant_tensor() of the value scope_lookup() found (entry e of scope o). */
+const Onnx__TensorProto *constant_tensor_of(const scope *o, const value_entry *e);
 
 /* A list of int64 from attribute `attr` of node `p` or, when the attribute is
  * absent (or `attr` is ""), from its constant input number `input`; *vals is

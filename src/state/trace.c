@@ -58,15 +58,21 @@ typedef struct reach_memo {
     const char *output;
 } reach_memo;
 
-typedef struct value_memo {
-    uniform_memo uniform;
-    reach_memo reach;
-} value_memo;
+/* The two answers of a value are two keys of the slot, each allocated only
+ * when asked for (most values are asked only one of them). */
+enum { MEMO_KEY_UNIFORM, MEMO_KEY_REACH, MEMO_KEYS };
 
-/* The memo of entry `e` of scope `o`'s index, or NULL when out of memory. */
-static value_memo *memo_of(const scope *o, const value_entry *e)
+/* The answers of entry `e` of scope `o`'s index, or NULL when out of memory. */
+static uniform_memo *uniform_memo_of(const scope *o, const value_entry *e)
 {
-    return memo_entry(o, e, MEMO_SLOT_STATE, sizeof(value_memo), NULL);
+    return memo_entry_keyed(o, e, MEMO_SLOT_STATE, MEMO_KEY_UNIFORM, MEMO_KEYS,
+                            sizeof(uniform_memo), NULL);
+}
+
+static reach_memo *reach_memo_of(const scope *o, const value_entry *e)
+{
+    return memo_entry_keyed(o, e, MEMO_SLOT_STATE, MEMO_KEY_REACH, MEMO_KEYS, sizeof(reach_memo),
+                            NULL);
 }
 
 /* ---- initial state ----------------------------------------------------- */
@@ -365,10 +371,9 @@ static const uniform_memo *resolve_uniform(const scope *s, const char *value, in
         return &not_uniform;
     if (depth >= MAX_TRACE_DEPTH)
         return &cut_short;
-    value_memo *vm = memo_of(o, e);
-    if (!vm)
+    uniform_memo *m = uniform_memo_of(o, e);
+    if (!m)
         return &not_uniform;
-    uniform_memo *m = &vm->uniform;
     if (m->state == MEMO_BUSY)
         return &not_uniform; /* a cycle */
     if (memo_reusable(m->state, m->cut, m->depth, depth))
@@ -587,10 +592,9 @@ static const char *reach_output(reach_walk *w, const scope *s, const char *value
         *cut = true;
         return NULL;
     }
-    value_memo *vm = memo_of(s, e);
-    if (!vm)
+    reach_memo *m = reach_memo_of(s, e);
+    if (!m)
         return NULL;
-    reach_memo *m = &vm->reach;
     if (m->state == MEMO_BUSY)
         return NULL; /* a cycle */
     if (memo_reusable(m->state, m->cut, m->depth, depth)) {
