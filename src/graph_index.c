@@ -403,6 +403,14 @@ static size_t align8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
+/* memcpy() of a block that may be empty and then never allocated (NULL):
+ * memcpy() must not be given NULL even for 0 bytes. */
+static void copy_block(void *to, const void *from, size_t size)
+{
+    if (size)
+        memcpy(to, from, size);
+}
+
 /* The index's blocks copied into one, sized to what it holds; the pointers
  * into them (entries' names and consumers, duplicate) moved with them.
  * Harmless when out of memory: the index stays in its four blocks. */
@@ -419,10 +427,10 @@ static void pack(graph_index *gi)
     size_t *first = (size_t *)(block + values);
     graph_index_slot *sl = (graph_index_slot *)(block + values + nodes);
     char *text = block + values + nodes + slots;
-    memcpy(v, gi->values, gi->n_values * sizeof *v);
-    memcpy(first, gi->node_first, gi->node_bytes);
-    memcpy(sl, gi->slots, slots);
-    memcpy(text, gi->names, names);
+    copy_block(v, gi->values, gi->n_values * sizeof *v);
+    copy_block(first, gi->node_first, gi->node_bytes);
+    copy_block(sl, gi->slots, slots);
+    copy_block(text, gi->names, names);
     int *node_values = (int *)((char *)first + ((char *)gi->node_values - (char *)gi->node_first));
     int *consumer_store = node_values + (gi->consumer_store - gi->node_values);
     for (size_t i = 0; i < gi->n_values; i++) {

@@ -14,7 +14,8 @@ static void scope_free(scope *s);
 /* Appends `len` bytes of `text` at *at. */
 static void put(char **at, const char *text, size_t len)
 {
-    memcpy(*at, text, len);
+    if (len) /* memcpy() must not see a NULL text, even for 0 bytes */
+        memcpy(*at, text, len);
     *at += len;
 }
 
