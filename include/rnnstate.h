@@ -365,7 +365,7 @@ typedef struct rnnstate_options {
     /* Leave each node's decisions (rnnstate_node_report.decisions, which
      * the verbose text and the JSON report show) empty, for a caller that
      * shows neither: a chained model has one per state slot, each formatted
-     * text. Default: false (the decisions are recorded). */
+     * text. Default: false (the decisions are recorded). Since 0.2.0 */
     bool no_decisions;
 } rnnstate_options;
 

@@ -1,6 +1,7 @@
 /* Which file a job's path names (see job_paths.h). */
 #define _DEFAULT_SOURCE /* readlink */
 #include "job_paths.h"
+#include "util/path.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -48,16 +49,6 @@ static const char *name_part(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
-}
-
-/* `head` + "/" + `tail`, malloc'd; NULL when memory runs out. */
-static char *joined(const char *head, const char *tail)
-{
-    size_t size = strlen(head) + strlen(tail) + 2;
-    char *s = malloc(size);
-    if (s)
-        snprintf(s, size, "%s/%s", head, tail);
-    return s;
 }
 
 /* `base` followed by the components of `rest` (a path that does not exist
@@ -122,7 +113,7 @@ static char *dir_key(const char *dir)
     key = with_normalized(id, rest_at ? rest_at : (char *)"");
     goto out;
 unresolved:
-    key = joined("?", dir);
+    key = path_join("?", dir);
 out:
     free(walk);
     free(rest);
@@ -147,7 +138,7 @@ static char *entry_key(const char *path, key_cache *cache)
     } else {
         free(dir);
     }
-    return joined(cache->prefix, name_part(path));
+    return path_join(cache->prefix, name_part(path));
 }
 
 /* `path` with the symbolic links at its name followed (a link at the end
@@ -165,7 +156,7 @@ static char *follow_links(const char *path)
             break;
         target[n] = '\0';
         char *dir = target[0] == '/' ? NULL : dir_part(p);
-        char *next = target[0] == '/' ? strdup(target) : dir ? joined(dir, target) : NULL;
+        char *next = target[0] == '/' ? strdup(target) : dir ? path_join(dir, target) : NULL;
         free(dir);
         free(p);
         p = next;

@@ -10,6 +10,7 @@
 
 #include "util/array.h"
 #include "cli/cli.h"
+#include "util/path.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -19,11 +20,9 @@ static bool ends_with(const char *s, const char *suffix)
 
 static char *join_path(const char *dir, const char *name)
 {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
+    char *p = path_join(dir, name);
     if (!p)
         die_oom();
-    snprintf(p, n, "%s%s%s", dir, ends_with(dir, "/") ? "" : "/", name);
     return p;
 }
 

@@ -94,20 +94,36 @@ static const char usage_text[] =
     "  curl -s $URL | rnnstate-rewrite - -o - > model.stateful.onnx\n";
 
 /* --external-data's word for a save mode. */
-static bool parse_external_data(const char *text, rnnstate_external_data *mode)
+/* A word of an option's closed set of values ("--state-inputs=required"). */
+typedef struct word_choice {
+    const char *word;
+    int value;
+} word_choice;
+
+static const word_choice state_input_modes[] = {
+    { "optional", RNNSTATE_STATE_INPUTS_OPTIONAL },
+    { "required", RNNSTATE_STATE_INPUTS_REQUIRED },
+};
+
+static const word_choice external_data_modes[] = {
+    { "copy", RNNSTATE_EXTERNAL_DATA_COPY },
+    { "link", RNNSTATE_EXTERNAL_DATA_LINK },
+    { "reference", RNNSTATE_EXTERNAL_DATA_REFERENCE },
+};
+
+/* The value of `text` among `n` choices in *value; false when it is none. */
+static bool parse_word(const char *text, const word_choice *choices, size_t n, int *value)
 {
-    static const struct { const char *word; rnnstate_external_data mode; } modes[] = {
-        { "copy", RNNSTATE_EXTERNAL_DATA_COPY },
-        { "link", RNNSTATE_EXTERNAL_DATA_LINK },
-        { "reference", RNNSTATE_EXTERNAL_DATA_REFERENCE },
-    };
-    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
-        if (!strcmp(text, modes[i].word)) {
-            *mode = modes[i].mode;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(text, choices[i].word)) {
+            *value = choices[i].value;
             return true;
         }
     return false;
 }
+
+#define PARSE_WORD(text, choices, value) \
+    parse_word(text, choices, sizeof choices / sizeof *choices, value)
 
 /* "123", "64K", "500M", "2G" (binary multiples); at least 1 byte, at most 2G.
  * *too_large tells a well-formed size past 2G. */
@@ -233,20 +249,22 @@ int parse_args(int argc, char **argv, cli *c)
                                                optarg);
             break;
         }
-        case OPT_STATE_INPUTS:
-            if (!strcmp(optarg, "optional"))
-                c->options.state_inputs = RNNSTATE_STATE_INPUTS_OPTIONAL;
-            else if (!strcmp(optarg, "required"))
-                c->options.state_inputs = RNNSTATE_STATE_INPUTS_REQUIRED;
-            else
+        case OPT_STATE_INPUTS: {
+            int mode;
+            if (!PARSE_WORD(optarg, state_input_modes, &mode))
                 return usage_error("--state-inputs takes 'optional' or 'required', not '%s'",
                                    optarg);
+            c->options.state_inputs = (rnnstate_state_inputs)mode;
             break;
-        case OPT_EXTERNAL_DATA:
-            if (!parse_external_data(optarg, &c->external_data))
+        }
+        case OPT_EXTERNAL_DATA: {
+            int mode;
+            if (!PARSE_WORD(optarg, external_data_modes, &mode))
                 return usage_error("--external-data takes 'copy', 'link' or 'reference', not '%s'",
                                    optarg);
+            c->external_data = (rnnstate_external_data)mode;
             break;
+        }
         case 'h': fputs(usage_text, stdout); return EXIT_OK;
         case 'V': printf("rnnstate-rewrite %s\n", rnnstate_version()); return EXIT_OK;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);

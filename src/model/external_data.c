@@ -290,11 +290,19 @@ static bool note_first(const char *location, const Onnx__TensorProto *t, void *a
     return false;
 }
 
-const char *first_external_location(const Onnx__GraphProto *g)
+rnnstate_status find_external_data(const rnnstate_model *m, bool *found, rnnstate_error *err)
 {
-    const char *found = NULL;
-    visit_external_locations(g, note_first, &found);
-    return found;
+    /* most models keep every tensor inside: nothing to resolve */
+    const char *location = NULL;
+    visit_external_locations(m->proto->graph, note_first, &location);
+    *found = location != NULL;
+    if (location && !m->source_dir)
+        return set_error(err, RNNSTATE_ERR_INVALID,
+                         "%s: initializers are stored in external files ('%s') whose location "
+                         "is relative to the model's directory, which is unknown here: give "
+                         "the model's path instead",
+                         m->label, location);
+    return RNNSTATE_OK;
 }
 
 void release_relocations(relocations *r)
@@ -321,17 +329,12 @@ rnnstate_status relocate_external_data(const rnnstate_model *m, const char *path
     r->label = m->label;
     r->err = err;
     r->source_dir = m->source_dir;
-    /* most models keep every tensor inside: no path to resolve (realpath()
-     * costs a system call per directory of both paths) */
-    const char *location = first_external_location(m->proto->graph);
-    if (!location)
-        return RNNSTATE_OK;
-    if (!m->source_dir)
-        return set_error(err, RNNSTATE_ERR_INVALID,
-                         "%s: initializers are stored in external files ('%s') whose location "
-                         "is relative to the model's directory, which is unknown here: give "
-                         "the model's path instead",
-                         m->label, location);
+    /* realpath() below costs a system call per directory of both paths:
+     * only for models with external data */
+    bool external;
+    rnnstate_status st = find_external_data(m, &external, err);
+    if (st != RNNSTATE_OK || !external)
+        return st;
     char *copy = strdup(path);
     char resolved[PATH_MAX];
     if (!copy)

@@ -32,8 +32,10 @@ typedef struct relocations {
  * subgraph) until it returns false; returns false when it was stopped. */
 typedef bool (*location_visitor)(const char *location, const Onnx__TensorProto *tensor, void *arg);
 bool visit_external_locations(const Onnx__GraphProto *g, location_visitor visit, void *arg);
-/* The location of the first tensor stored outside the model, or NULL. */
-const char *first_external_location(const Onnx__GraphProto *g);
+/* Whether the model keeps tensors in external files (*found), which can be
+ * placed only when the model's directory is known: RNNSTATE_ERR_INVALID
+ * naming the first location when it is not (a model from memory or a pipe). */
+rnnstate_status find_external_data(const rnnstate_model *m, bool *found, rnnstate_error *err);
 
 /* Points external data locations at the same files from the directory of
  * `path`, in a copy held by *r (filled whatever the result; release it with

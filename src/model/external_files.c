@@ -19,6 +19,7 @@
 #include "model/onnx_build.h"
 #include "util/array.h"
 #include "util/strmap.h"
+#include "util/path.h"
 
 /* One save's placing of files. */
 typedef struct placing {
@@ -56,15 +57,6 @@ static bool record(placing *p, char *path, bool is_dir)
     pf->paths[pf->n] = path;
     pf->is_dir[pf->n++] = is_dir;
     return true;
-}
-
-static char *joined(const char *dir, const char *name)
-{
-    size_t need = strlen(dir) + strlen(name) + 2;
-    char *s = malloc(need);
-    if (s)
-        snprintf(s, need, "%s/%s", dir, name);
-    return s;
 }
 
 /* True when `location` has a ".." component: it leaves the model's
@@ -258,8 +250,8 @@ static bool place_one(placing *p, const char *location, const Onnx__TensorProto 
                               p->m->label, str_or_empty(t->name), location);
         return false;
     }
-    char *src_path = joined(p->m->source_dir, location);
-    char *dest = joined(p->out_dir, location);
+    char *src_path = path_join(p->m->source_dir, location);
+    char *dest = path_join(p->out_dir, location);
     int src = src_path ? open(src_path, O_RDONLY | O_CLOEXEC) : -1;
     struct stat sst;
     bool ok = src_path && dest;
@@ -317,15 +309,10 @@ rnnstate_status place_external_files(const rnnstate_model *m, const char *path,
                                      rnnstate_error *err)
 {
     memset(placed, 0, sizeof *placed);
-    const char *location = first_external_location(m->proto->graph);
-    if (!location)
-        return RNNSTATE_OK;
-    if (!m->source_dir)
-        return set_error(err, RNNSTATE_ERR_INVALID,
-                         "%s: initializers are stored in external files ('%s') whose location "
-                         "is relative to the model's directory, which is unknown here: give "
-                         "the model's path instead",
-                         m->label, location);
+    bool external;
+    rnnstate_status st = find_external_data(m, &external, err);
+    if (st != RNNSTATE_OK || !external)
+        return st;
     placing p = { .m = m, .o = o, .placed = placed, .err = err, .status = RNNSTATE_OK,
                   .seen = STRMAP_INIT };
     if (!(p.out_dir = directory_of(path)))
