@@ -294,16 +294,45 @@ static bool sink_message(sink *s, pb_sizes *sizes, const ProtobufCMessage *m)
     return ok;
 }
 
-/* The bytes one initializer takes inside the graph, tag included; a packed
- * one's sizes are recorded. */
-static uint64_t initializer_field_size(const rnnstate_model *m, const Onnx__TensorProto *t,
-                                       pb_sizes *packed)
+/* The graph's initializers are lazy or packed; a run of packed ones is
+ * packed as the initializer field of a shallow copy of the graph holding
+ * that run only (its bytes are the run's), in one call, as a model read
+ * whole packs them. Returns the end of the packed run from `first`. */
+static size_t packed_run_end(const rnnstate_model *m, const Onnx__GraphProto *g, size_t first)
 {
-    const lazy_tensor *lt = model_lazy_tensor(m, t);
-    if (lt)
-        return lt->length;
-    uint64_t n = pb_sizes_add(packed, &t->base);
-    return 1 + wire_varint_size(n) + n;
+    size_t end = first + 1;
+    while (end < g->n_initializer && !model_lazy_tensor(m, g->initializer[end]))
+        end++;
+    return end;
+}
+
+static Onnx__GraphProto packed_run(const Onnx__GraphProto *g, size_t first, size_t end)
+{
+    Onnx__GraphProto run = *g;
+    run.initializer = g->initializer + first;
+    run.n_initializer = end - first;
+    return run;
+}
+
+/* The bytes the graph's initializers take inside it, tags included; the
+ * packed runs' sizes are recorded. */
+static uint64_t initializers_size(const rnnstate_model *m, const Onnx__GraphProto *g,
+                                  unsigned field, pb_sizes *packed)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < g->n_initializer;) {
+        const lazy_tensor *lt = model_lazy_tensor(m, g->initializer[i]);
+        if (lt) {
+            total += lt->length;
+            i++;
+            continue;
+        }
+        size_t end = packed_run_end(m, g, i);
+        Onnx__GraphProto run = packed_run(g, i, end);
+        total += pb_sizes_add_fields(packed, &run.base, field, field + 1);
+        i = end;
+    }
+    return total;
 }
 
 /* Consecutive lazy initializers usually lie back to back in the source file
@@ -321,23 +350,51 @@ static bool flush_copy(sink *s, pending_copy *p)
     return ok;
 }
 
-static bool emit_initializer(sink *s, pb_sizes *sizes, const rnnstate_model *m,
-                             const Onnx__TensorProto *t, pending_copy *pending)
+/* Packs fields [first, end) of m (sized in the same range, at sizes->next). */
+static bool sink_fields(sink *s, pb_sizes *sizes, const ProtobufCMessage *m, unsigned first,
+                        unsigned end)
 {
-    const lazy_tensor *lt = model_lazy_tensor(m, t);
-    if (lt && pending->length && pending->offset + pending->length == lt->offset) {
+    if (interrupted(s) || !sink_reserve(s, PB_OUT_ROOM))
+        return false;
+    sink_out o = { .out = { .room = out_room, .write = out_write }, .s = s };
+    out_reload(&o);
+    bool ok = pb_pack_fields(&o.out, sizes, m, first, end);
+    out_sync(&o);
+    return ok;
+}
+
+/* Copies a lazy initializer's bytes, joined to the pending copy when they
+ * follow it in the source file. */
+static bool emit_lazy(sink *s, const lazy_tensor *lt, pending_copy *pending)
+{
+    if (pending->length && pending->offset + pending->length == lt->offset) {
         pending->length += lt->length;
         return true;
     }
     if (!flush_copy(s, pending))
         return false;
-    if (lt) {
-        *pending = (pending_copy){ lt->offset, lt->length };
-        return true;
+    *pending = (pending_copy){ lt->offset, lt->length };
+    return true;
+}
+
+static bool emit_initializers(sink *s, pb_sizes *sizes, const rnnstate_model *m,
+                              const Onnx__GraphProto *g, unsigned field)
+{
+    pending_copy pending = { 0, 0 };
+    bool ok = true;
+    for (size_t i = 0; ok && i < g->n_initializer;) {
+        const lazy_tensor *lt = model_lazy_tensor(m, g->initializer[i]);
+        if (lt) {
+            ok = emit_lazy(s, lt, &pending);
+            i++;
+            continue;
+        }
+        size_t end = packed_run_end(m, g, i);
+        Onnx__GraphProto run = packed_run(g, i, end);
+        ok = flush_copy(s, &pending) && sink_fields(s, sizes, &run.base, field, field + 1);
+        i = end;
     }
-    unsigned char key = WIRE_KEY(ONNX_GRAPH_INITIALIZER, WIRE_LEN);
-    return sink_write(s, &key, 1) && sink_varint(s, sizes->size[sizes->next]) &&
-           sink_message(s, sizes, &t->base);
+    return ok && flush_copy(s, &pending);
 }
 
 /* A model with lazy initializers is written in parts, in the order
@@ -372,25 +429,11 @@ static output_sizes output_size(const rnnstate_model *m, const Onnx__ModelProto 
     split at = split_of(proto);
     uint64_t before = pb_sizes_add_fields(&o.packed, model, 0, at.graph);
     o.graph = pb_sizes_add_fields(&o.packed, graph, 0, at.initializer);
-    for (size_t i = 0; i < g->n_initializer; i++)
-        o.graph += initializer_field_size(m, g->initializer[i], &o.packed);
+    o.graph += initializers_size(m, g, at.initializer, &o.packed);
     o.graph += pb_sizes_add_fields(&o.packed, graph, at.initializer + 1, graph->descriptor->n_fields);
     uint64_t after = pb_sizes_add_fields(&o.packed, model, at.graph + 1, model->descriptor->n_fields);
     o.total = before + 1 + wire_varint_size(o.graph) + o.graph + after;
     return o;
-}
-
-/* Packs fields [first, end) of m (sized in the same range, at sizes->next). */
-static bool sink_fields(sink *s, pb_sizes *sizes, const ProtobufCMessage *m, unsigned first,
-                        unsigned end)
-{
-    if (interrupted(s) || !sink_reserve(s, PB_OUT_ROOM))
-        return false;
-    sink_out o = { .out = { .room = out_room, .write = out_write }, .s = s };
-    out_reload(&o);
-    bool ok = pb_pack_fields(&o.out, sizes, m, first, end);
-    out_sync(&o);
-    return ok;
 }
 
 static void emit_lazy_model(const rnnstate_model *m, const Onnx__ModelProto *proto, sink *s,
@@ -402,10 +445,7 @@ static void emit_lazy_model(const rnnstate_model *m, const Onnx__ModelProto *pro
     unsigned char key = WIRE_KEY(ONNX_MODEL_GRAPH, WIRE_LEN);
     bool ok = sink_fields(s, packed, model, 0, at.graph) && sink_write(s, &key, 1) &&
               sink_varint(s, sizes->graph) && sink_fields(s, packed, graph, 0, at.initializer);
-    pending_copy pending = { 0, 0 };
-    for (size_t i = 0; ok && i < g->n_initializer; i++)
-        ok = emit_initializer(s, packed, m, g->initializer[i], &pending);
-    ok = ok && flush_copy(s, &pending) &&
+    ok = ok && emit_initializers(s, packed, m, g, at.initializer) &&
          sink_fields(s, packed, graph, at.initializer + 1, graph->descriptor->n_fields);
     if (ok)
         sink_fields(s, packed, model, at.graph + 1, model->descriptor->n_fields);
