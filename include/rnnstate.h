@@ -111,17 +111,20 @@ typedef struct rnnstate_limits {
     /* Nested messages: subgraphs, types (default 256, maximum
      * RNNSTATE_MAX_NESTING). */
     size_t max_nesting;
-    /* Reading a file, initializers of the main graph with at least this many
-     * bytes of data are not read: the writer copies them from the file
-     * (default 64 KiB; SIZE_MAX reads everything). The file must then stay
-     * unchanged until the model is saved. */
+    /* Reading a file (or a pipe, which is copied into a temporary file),
+     * initializers of the main graph with at least this many bytes of data
+     * are not read: the writer copies them from the file, after the graph's
+     * other fields (default 128 bytes: every weight, while the small
+     * constants the analyses read, shapes, axes, pads, stay parsed;
+     * SIZE_MAX reads everything; a model loaded from memory is read whole).
+     * The file must then stay unchanged until the model is saved. */
     size_t lazy_tensor_bytes;
 } rnnstate_limits;
 
 #define RNNSTATE_DEFAULT_MAX_MODEL_BYTES ((size_t)2 << 30)
 #define RNNSTATE_DEFAULT_MAX_NESTING ((size_t)256)
 #define RNNSTATE_MAX_NESTING ((size_t)1024)
-#define RNNSTATE_DEFAULT_LAZY_TENSOR_BYTES ((size_t)64 << 10)
+#define RNNSTATE_DEFAULT_LAZY_TENSOR_BYTES ((size_t)128)
 
 /* Fills `limits` with the defaults and sets its struct_size. Every load
  * function takes NULL for the defaults, and refuses a field above its maximum

@@ -7,8 +7,9 @@
  * source and destination offsets are congruent modulo the block size (the
  * file system can then share or copy whole blocks), else with pread() and
  * write() through a large buffer (copy_file_range() between misaligned
- * offsets is several times slower on ext4). Field order in the output may
- * differ from the input; every field, known or not, survives. Files are
+ * offsets is several times slower on ext4). Fields are written in
+ * protobuf-c's order, lazy initializers or not (a lazy tensor's own bytes are
+ * the input's); every field, known or not, survives. Files are
  * made atomically by atomic_file.c; external data locations are moved by
  * external_data.c. */
 #include "model/model_write.h"
@@ -221,15 +222,18 @@ static sink file_sink(int fd, int src_fd, const rnnstate_save_options *o)
 
 /* ---- serialization ------------------------------------------------------- */
 
+/* A varint straight into the sink: once per packed initializer of a model
+ * with lazy ones (a strbuf here cost a malloc() each). */
 static bool sink_varint(sink *s, uint64_t v)
 {
-    strbuf sb = STRBUF_INIT;
-    sb_add_varint(&sb, v);
-    bool ok = !sb.oom && sink_write(s, sb.buf, sb.len);
-    if (sb.oom)
-        s->error = ENOMEM;
-    sb_release(&sb);
-    return ok;
+    unsigned char bytes[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        bytes[n++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    bytes[n++] = (unsigned char)v;
+    return sink_write(s, bytes, n);
 }
 
 /* Room for `want` bytes at the end of the buffer (a file sink's buffer is
@@ -290,16 +294,45 @@ static bool sink_message(sink *s, pb_sizes *sizes, const ProtobufCMessage *m)
     return ok;
 }
 
-/* The bytes one initializer takes inside the graph, tag included; a packed
- * one's sizes are recorded. */
-static uint64_t initializer_field_size(const rnnstate_model *m, const Onnx__TensorProto *t,
-                                       pb_sizes *packed)
+/* The graph's initializers are lazy or packed; a run of packed ones is
+ * packed as the initializer field of a shallow copy of the graph holding
+ * that run only (its bytes are the run's), in one call, as a model read
+ * whole packs them. Returns the end of the packed run from `first`. */
+static size_t packed_run_end(const rnnstate_model *m, const Onnx__GraphProto *g, size_t first)
 {
-    const lazy_tensor *lt = model_lazy_tensor(m, t);
-    if (lt)
-        return lt->length;
-    uint64_t n = pb_sizes_add(packed, &t->base);
-    return 1 + wire_varint_size(n) + n;
+    size_t end = first + 1;
+    while (end < g->n_initializer && !model_lazy_tensor(m, g->initializer[end]))
+        end++;
+    return end;
+}
+
+static Onnx__GraphProto packed_run(const Onnx__GraphProto *g, size_t first, size_t end)
+{
+    Onnx__GraphProto run = *g;
+    run.initializer = g->initializer + first;
+    run.n_initializer = end - first;
+    return run;
+}
+
+/* The bytes the graph's initializers take inside it, tags included; the
+ * packed runs' sizes are recorded. */
+static uint64_t initializers_size(const rnnstate_model *m, const Onnx__GraphProto *g,
+                                  unsigned field, pb_sizes *packed)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < g->n_initializer;) {
+        const lazy_tensor *lt = model_lazy_tensor(m, g->initializer[i]);
+        if (lt) {
+            total += lt->length;
+            i++;
+            continue;
+        }
+        size_t end = packed_run_end(m, g, i);
+        Onnx__GraphProto run = packed_run(g, i, end);
+        total += pb_sizes_add_fields(packed, &run.base, field, field + 1);
+        i = end;
+    }
+    return total;
 }
 
 /* Consecutive lazy initializers usually lie back to back in the source file
@@ -317,79 +350,105 @@ static bool flush_copy(sink *s, pending_copy *p)
     return ok;
 }
 
-static bool emit_initializer(sink *s, pb_sizes *sizes, const rnnstate_model *m,
-                             const Onnx__TensorProto *t, pending_copy *pending)
+/* Packs fields [first, end) of m (sized in the same range, at sizes->next). */
+static bool sink_fields(sink *s, pb_sizes *sizes, const ProtobufCMessage *m, unsigned first,
+                        unsigned end)
 {
-    const lazy_tensor *lt = model_lazy_tensor(m, t);
-    if (lt && pending->length && pending->offset + pending->length == lt->offset) {
+    if (interrupted(s) || !sink_reserve(s, PB_OUT_ROOM))
+        return false;
+    sink_out o = { .out = { .room = out_room, .write = out_write }, .s = s };
+    out_reload(&o);
+    bool ok = pb_pack_fields(&o.out, sizes, m, first, end);
+    out_sync(&o);
+    return ok;
+}
+
+/* Copies a lazy initializer's bytes, joined to the pending copy when they
+ * follow it in the source file. */
+static bool emit_lazy(sink *s, const lazy_tensor *lt, pending_copy *pending)
+{
+    if (pending->length && pending->offset + pending->length == lt->offset) {
         pending->length += lt->length;
         return true;
     }
     if (!flush_copy(s, pending))
         return false;
-    if (lt) {
-        *pending = (pending_copy){ lt->offset, lt->length };
-        return true;
-    }
-    unsigned char key = WIRE_KEY(ONNX_GRAPH_INITIALIZER, WIRE_LEN);
-    return sink_write(s, &key, 1) && sink_varint(s, sizes->size[sizes->next]) &&
-           sink_message(s, sizes, &t->base);
+    *pending = (pending_copy){ lt->offset, lt->length };
+    return true;
 }
 
-/* The main graph and the model without the graph's initializers, and the
- * model without its graph: shallow copies, packed in place of the originals,
- * so that the model itself is never touched (several threads may save it at
- * once). */
-typedef struct bare_parts {
-    Onnx__GraphProto graph;
-    Onnx__ModelProto model;
-} bare_parts;
-
-static bare_parts bare(const Onnx__ModelProto *proto)
+static bool emit_initializers(sink *s, pb_sizes *sizes, const rnnstate_model *m,
+                              const Onnx__GraphProto *g, unsigned field)
 {
-    bare_parts b = { *proto->graph, *proto };
-    b.graph.initializer = NULL;
-    b.graph.n_initializer = 0;
-    b.model.graph = NULL;
-    return b;
+    pending_copy pending = { 0, 0 };
+    bool ok = true;
+    for (size_t i = 0; ok && i < g->n_initializer;) {
+        const lazy_tensor *lt = model_lazy_tensor(m, g->initializer[i]);
+        if (lt) {
+            ok = emit_lazy(s, lt, &pending);
+            i++;
+            continue;
+        }
+        size_t end = packed_run_end(m, g, i);
+        Onnx__GraphProto run = packed_run(g, i, end);
+        ok = flush_copy(s, &pending) && sink_fields(s, sizes, &run.base, field, field + 1);
+        i = end;
+    }
+    return ok && flush_copy(s, &pending);
+}
+
+/* A model with lazy initializers is written in parts, in the order
+ * protobuf-c packs a whole model (descriptor order, unknown fields last),
+ * so that its bytes are those of the model read whole: the model's fields
+ * before its graph; the graph's key and length; the graph's fields before
+ * its initializers; the initializers one by one (lazy ones copied from the
+ * source file, the others packed); the graph's fields after them; the
+ * model's fields after its graph. The model itself is never touched
+ * (several threads may save it at once). */
+typedef struct split {
+    unsigned graph;       /* the graph's field index in the model's descriptor */
+    unsigned initializer; /* the initializers' in the graph's */
+} split;
+
+static split split_of(const Onnx__ModelProto *proto)
+{
+    return (split){ pb_field_index(proto->base.descriptor, ONNX_MODEL_GRAPH),
+                    pb_field_index(proto->graph->base.descriptor, ONNX_GRAPH_INITIALIZER) };
 }
 
 /* The messages are sized in the order emit_model() packs them. */
 static output_sizes output_size(const rnnstate_model *m, const Onnx__ModelProto *proto)
 {
-    output_sizes o = { 0, 0, 0, 0, PB_SIZES_INIT };
+    output_sizes o = { 0, 0, PB_SIZES_INIT };
     if (!m->n_lazy) {
         o.total = pb_sizes_add(&o.packed, &proto->base);
         return o;
     }
     const Onnx__GraphProto *g = proto->graph;
-    bare_parts b = bare(proto);
-    o.bare_model = pb_sizes_add(&o.packed, &b.model.base);
-    o.bare_graph = pb_sizes_add(&o.packed, &b.graph.base);
-    o.graph = o.bare_graph;
-    for (size_t i = 0; i < g->n_initializer; i++)
-        o.graph += initializer_field_size(m, g->initializer[i], &o.packed);
-    o.total = o.bare_model + 1 + wire_varint_size(o.graph) + o.graph;
+    const ProtobufCMessage *model = &proto->base, *graph = &g->base;
+    split at = split_of(proto);
+    uint64_t before = pb_sizes_add_fields(&o.packed, model, 0, at.graph);
+    o.graph = pb_sizes_add_fields(&o.packed, graph, 0, at.initializer);
+    o.graph += initializers_size(m, g, at.initializer, &o.packed);
+    o.graph += pb_sizes_add_fields(&o.packed, graph, at.initializer + 1, graph->descriptor->n_fields);
+    uint64_t after = pb_sizes_add_fields(&o.packed, model, at.graph + 1, model->descriptor->n_fields);
+    o.total = before + 1 + wire_varint_size(o.graph) + o.graph + after;
     return o;
 }
 
-/* The model with the main graph's initializers written one by one: lazy
- * ones copied from the source file, the others packed. The graph's other
- * fields come first, then its initializers, then nothing: protobuf allows
- * any field order, and merges nothing here (each field appears once). */
 static void emit_lazy_model(const rnnstate_model *m, const Onnx__ModelProto *proto, sink *s,
                             const output_sizes *sizes, pb_sizes *packed)
 {
     const Onnx__GraphProto *g = proto->graph;
-    bare_parts b = bare(proto);
+    const ProtobufCMessage *model = &proto->base, *graph = &g->base;
+    split at = split_of(proto);
     unsigned char key = WIRE_KEY(ONNX_MODEL_GRAPH, WIRE_LEN);
-    bool ok = sink_message(s, packed, &b.model.base) && sink_write(s, &key, 1) &&
-              sink_varint(s, sizes->graph) && sink_message(s, packed, &b.graph.base);
-    pending_copy pending = { 0, 0 };
-    for (size_t i = 0; ok && i < g->n_initializer; i++)
-        ok = emit_initializer(s, packed, m, g->initializer[i], &pending);
+    bool ok = sink_fields(s, packed, model, 0, at.graph) && sink_write(s, &key, 1) &&
+              sink_varint(s, sizes->graph) && sink_fields(s, packed, graph, 0, at.initializer);
+    ok = ok && emit_initializers(s, packed, m, g, at.initializer) &&
+         sink_fields(s, packed, graph, at.initializer + 1, graph->descriptor->n_fields);
     if (ok)
-        flush_copy(s, &pending);
+        sink_fields(s, packed, model, at.graph + 1, model->descriptor->n_fields);
 }
 
 /* The lazy weights are copied from the file the model was loaded from,

@@ -10,12 +10,11 @@
 #include "model/pb_pack.h"
 
 /* The sizes of what is written, computed once before anything is: the
- * whole model and, for a lazy model, the model without its graph, the main
- * graph with its initializers as emit_lazy_model() writes them, and the
- * main graph without them; and the size of every message packed, in the
- * order they are written (pb_pack.h). */
+ * whole model and, for a lazy model, the main graph with its initializers
+ * as emit_lazy_model() writes them; and the size of every message (or part
+ * of one) packed, in the order they are written (pb_pack.h). */
 typedef struct output_sizes {
-    uint64_t total, bare_model, graph, bare_graph;
+    uint64_t total, graph;
     pb_sizes packed;
 } output_sizes;
 

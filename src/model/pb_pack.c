@@ -187,6 +187,9 @@ static uint64_t run_payload(ProtobufCType type, const char *v, size_t n)
 
 /* ---- sizes ----------------------------------------------------------------- */
 
+static uint64_t sizes_fields(pb_sizes *s, const ProtobufCMessage *m, unsigned first,
+                             unsigned end);
+
 /* A slot for the next message's size; SIZE_MAX when none could be had. */
 static size_t size_slot(pb_sizes *s)
 {
@@ -218,7 +221,7 @@ static uint64_t value_size(pb_sizes *s, ProtobufCType type, const char *v)
     }
     case PROTOBUF_C_TYPE_MESSAGE: {
         const ProtobufCMessage *sub = *(const ProtobufCMessage *const *)v;
-        uint64_t len = sub ? pb_sizes_add(s, sub) : 0;
+        uint64_t len = sub ? sizes_fields(s, sub, 0, sub->descriptor->n_fields) : 0;
         return varint_size(len) + len;
     }
     default: {
@@ -247,19 +250,37 @@ static uint64_t field_size(pb_sizes *s, const ProtobufCFieldDescriptor *f, const
     return total;
 }
 
-uint64_t pb_sizes_add(pb_sizes *s, const ProtobufCMessage *m)
+static uint64_t sizes_fields(pb_sizes *s, const ProtobufCMessage *m, unsigned first,
+                             unsigned end)
 {
     size_t slot = size_slot(s);
     const ProtobufCMessageDescriptor *d = m->descriptor;
     const char *msg = (const char *)m;
     uint64_t total = 0;
-    for (unsigned i = 0; i < d->n_fields; i++)
+    for (unsigned i = first; i < end; i++)
         total += field_size(s, &d->fields[i], msg);
-    for (unsigned i = 0; i < m->n_unknown_fields; i++)
+    for (unsigned i = 0; end == d->n_fields && i < m->n_unknown_fields; i++)
         total += varint_size((uint64_t)m->unknown_fields[i].tag << 3) + m->unknown_fields[i].len;
     if (slot != SIZE_MAX)
         s->size[slot] = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
     return total;
+}
+
+uint64_t pb_sizes_add_fields(pb_sizes *s, const ProtobufCMessage *m, unsigned first,
+                             unsigned end)
+{
+    return sizes_fields(s, m, first, end);
+}
+
+uint64_t pb_sizes_add(pb_sizes *s, const ProtobufCMessage *m)
+{
+    return sizes_fields(s, m, 0, m->descriptor->n_fields);
+}
+
+unsigned pb_field_index(const ProtobufCMessageDescriptor *d, uint32_t id)
+{
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, id);
+    return f ? (unsigned)(f - d->fields) : d->n_fields;
 }
 
 void pb_sizes_free(pb_sizes *s)
@@ -269,6 +290,9 @@ void pb_sizes_free(pb_sizes *s)
 }
 
 /* ---- packing --------------------------------------------------------------- */
+
+static bool pack_fields(pb_out *o, pb_sizes *s, const ProtobufCMessage *m, unsigned first,
+                        unsigned end);
 
 static bool need(pb_out *o, size_t want)
 {
@@ -321,7 +345,7 @@ static bool pack_value(pb_out *o, pb_sizes *s, ProtobufCType type, const char *v
             return true;
         }
         o->pos += put_varint(o->pos, s->size[s->next]);
-        return pb_pack(o, s, sub);
+        return pack_fields(o, s, sub, 0, sub->descriptor->n_fields);
     }
     default: {
         size_t fixed = fixed_size(type);
@@ -377,15 +401,16 @@ static bool pack_field(pb_out *o, pb_sizes *s, const ProtobufCFieldDescriptor *f
     return true;
 }
 
-bool pb_pack(pb_out *o, pb_sizes *s, const ProtobufCMessage *m)
+static bool pack_fields(pb_out *o, pb_sizes *s, const ProtobufCMessage *m, unsigned first,
+                        unsigned end)
 {
     s->next++; /* m's own size: its caller wrote it */
     const ProtobufCMessageDescriptor *d = m->descriptor;
     const char *msg = (const char *)m;
-    for (unsigned i = 0; i < d->n_fields; i++)
+    for (unsigned i = first; i < end; i++)
         if (!pack_field(o, s, &d->fields[i], msg))
             return false;
-    for (unsigned i = 0; i < m->n_unknown_fields; i++) {
+    for (unsigned i = 0; end == d->n_fields && i < m->n_unknown_fields; i++) {
         const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
         if (!need(o, PB_OUT_ROOM))
             return false;
@@ -394,4 +419,15 @@ bool pb_pack(pb_out *o, pb_sizes *s, const ProtobufCMessage *m)
             return false;
     }
     return true;
+}
+
+bool pb_pack_fields(pb_out *o, pb_sizes *s, const ProtobufCMessage *m, unsigned first,
+                    unsigned end)
+{
+    return pack_fields(o, s, m, first, end);
+}
+
+bool pb_pack(pb_out *o, pb_sizes *s, const ProtobufCMessage *m)
+{
+    return pack_fields(o, s, m, 0, m->descriptor->n_fields);
 }

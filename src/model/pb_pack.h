@@ -34,6 +34,13 @@ typedef struct pb_sizes {
 /* Records the sizes of m and of every message inside it, after those
  * recorded so far, and returns m's packed size (without a tag or length). */
 uint64_t pb_sizes_add(pb_sizes *s, const ProtobufCMessage *m);
+/* The same for the part of m that its fields [first, end) make, in
+ * descriptor order (the order they are packed in), its unknown fields
+ * included when `end` is the number of fields (so one part only may end
+ * there): a message written in parts around a field the caller writes
+ * itself (model_write.c: the initializers left in the source file). */
+uint64_t pb_sizes_add_fields(pb_sizes *s, const ProtobufCMessage *m, unsigned first,
+                             unsigned end);
 void pb_sizes_free(pb_sizes *s);
 
 /* Where the packer writes: the free room [pos, end) of the caller's buffer. */
@@ -55,5 +62,11 @@ struct pb_out {
 /* Packs m's fields (not a length of its own), reading the sizes recorded by
  * pb_sizes_add() for m from s->next on. False when a callback failed. */
 bool pb_pack(pb_out *o, pb_sizes *s, const ProtobufCMessage *m);
+/* Packs the part of m sized by pb_sizes_add_fields() with the same range. */
+bool pb_pack_fields(pb_out *o, pb_sizes *s, const ProtobufCMessage *m, unsigned first,
+                    unsigned end);
+/* The index in m's descriptor of the field numbered `id`, or the number of
+ * fields when there is none. */
+unsigned pb_field_index(const ProtobufCMessageDescriptor *d, uint32_t id);
 
 #endif

@@ -26,7 +26,8 @@ typedef struct arena arena;
 
 /* A new, empty arena; NULL when out of memory. */
 arena *arena_new(void);
-/* `size` bytes aligned for any type, or NULL when a chunk cannot be had
+/* `size` bytes aligned for any object of that size (to the largest power of
+ * two dividing it, at most max_align_t's), or NULL when a chunk cannot be had
  * (malloc() failed: arena_failed() then says so). */
 void *arena_alloc(arena *a, size_t size);
 bool arena_failed(const arena *a);

@@ -22,12 +22,20 @@ static void test_pieces_are_aligned_and_owned(void **state)
     arena *a = arena_new();
     assert_non_null(a);
     char *small = arena_alloc(a, 3), *next = arena_alloc(a, 1);
+    char *pair = arena_alloc(a, 2 * sizeof(void *)), *wide = arena_alloc(a, 48);
     char *large = arena_alloc(a, (size_t)8 << 20); /* a chunk of its own */
     assert_non_null(small);
     assert_non_null(next);
+    assert_non_null(pair);
+    assert_non_null(wide);
     assert_non_null(large);
-    assert_int_equal((uintptr_t)next % _Alignof(max_align_t), 0);
-    assert_true(next >= small + 3);
+    /* a piece is aligned as an object of its size must be, no more: a
+     * string's bytes follow the one before */
+    assert_ptr_equal(next, small + 3);
+    assert_int_equal((uintptr_t)pair % _Alignof(void *), 0);
+    assert_true(pair >= next + 1);
+    assert_int_equal((uintptr_t)wide % _Alignof(max_align_t), 0);
+    assert_true(wide >= pair + 2 * sizeof(void *));
     memset(large, 1, (size_t)8 << 20);
     char *heap = malloc(4);
     assert_true(arena_owns(small) && arena_owns(large + ((size_t)8 << 20) - 1));

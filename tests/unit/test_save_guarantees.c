@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "model.h"
+#include "model/onnx_build.h"
 #include "model_builder.h"
 
 /* ---- copy_file_range, wrapped ------------------------------------------------ */
@@ -112,15 +113,13 @@ static size_t entries(const char *dir)
 }
 
 /* A GRU whose W and R (hidden 128: 196 KiB each) stay in the file when loaded. */
-static Onnx__ModelProto *gru_with_large_weights(const char *graph_doc)
+static Onnx__ModelProto *gru_with_large_weights(void)
 {
     Onnx__ModelProto *m = mb_new(7, 14);
     mb_input(m, "X", MB_FLOAT, "T,1,128");
     mb_weights(m, MB_FLOAT, "W", "R", 1, 3, 128, 128, 0.25);
     mb_recurrent(m, "GRU", "gru", 128, NULL, "X,W,R", "Y");
     mb_output(m, "Y", MB_FLOAT, "T,1,1,128");
-    if (graph_doc)
-        m->graph->doc_string = strdup(graph_doc);
     return m;
 }
 
@@ -217,7 +216,7 @@ static void test_failed_verification_leaves_nothing_and_keeps_the_old_file(void 
 {
     (void)state;
     size_t size;
-    Onnx__ModelProto *proto = gru_with_large_weights(NULL);
+    Onnx__ModelProto *proto = gru_with_large_weights();
     unsigned char *bytes = mb_pack(proto, &size);
     mb_free(proto);
     char *dir = mb_temp_dir(), *in = mb_path_in(dir, "in.onnx"), *fresh = mb_path_in(dir, "new.onnx"),
@@ -255,7 +254,7 @@ static void test_failed_verification_leaves_nothing_and_keeps_the_old_file(void 
 static void assert_argument_refused(rnnstate_limits limits, const char *what)
 {
     size_t size;
-    Onnx__ModelProto *proto = gru_with_large_weights(NULL);
+    Onnx__ModelProto *proto = gru_with_large_weights();
     unsigned char *bytes = mb_pack(proto, &size);
     mb_free(proto);
     rnnstate_model *model = (rnnstate_model *)&size;
@@ -291,7 +290,7 @@ static void test_limits_past_their_maxima_are_refused(void **state)
     l.max_model_bytes = RNNSTATE_DEFAULT_MAX_MODEL_BYTES;
     l.max_nesting = RNNSTATE_MAX_NESTING;
     size_t size;
-    Onnx__ModelProto *proto = gru_with_large_weights(NULL);
+    Onnx__ModelProto *proto = gru_with_large_weights();
     unsigned char *bytes = mb_pack(proto, &size);
     mb_free(proto);
     rnnstate_model *model = NULL;
@@ -421,17 +420,17 @@ typedef struct copy_case {
     uint64_t source_offset, output_offset, block;
 } copy_case;
 
-/* Saves a lazy model whose graph doc_string has `pad` bytes; reports whether
- * the weights' offsets were congruent, copy_file_range() calls, and whether
- * the file equals save_memory()'s bytes (also with copy_file_range failing). */
+/* Saves a lazy model whose graph was renamed, after loading, to a name of
+ * `pad` bytes; reports whether the weights' offsets were congruent,
+ * copy_file_range() calls, and whether the file equals save_memory()'s
+ * bytes (also with copy_file_range failing). */
 static copy_case save_padded(const char *dir, size_t pad)
 {
-    char *doc = calloc(pad + 1, 1);
-    assert_non_null(doc);
-    memset(doc, 'd', pad);
+    char *name = calloc(pad + 1, 1);
+    assert_non_null(name);
+    memset(name, 'n', pad);
     size_t size;
-    Onnx__ModelProto *proto = gru_with_large_weights(doc);
-    free(doc);
+    Onnx__ModelProto *proto = gru_with_large_weights();
     unsigned char *bytes = mb_pack(proto, &size);
     mb_free(proto);
     char *in = mb_path_in(dir, "in.onnx"), *out = mb_path_in(dir, "out.onnx"),
@@ -439,6 +438,8 @@ static copy_case save_padded(const char *dir, size_t pad)
     mb_write_file(in, bytes, size);
     rnnstate_model *model = load_file_ok(in);
     assert_true(model->n_lazy > 0);
+    assert_true(set_string(&model->proto->graph->name, name));
+    free(name);
     rnnstate_error err;
     copy_case c = { 0 };
     copy_calls = 0;
@@ -489,11 +490,10 @@ static void test_copy_routes_write_identical_bytes(void **state)
 {
     (void)state;
     char *dir = mb_temp_dir();
-    /* The graph's doc_string moves the output's weights only (the writer puts
-     * the graph's other fields before its initializers; protobuf-c packs the
-     * source's doc_string after them), one byte per byte while its length
-     * takes a 2-byte varint (128 to 16383): measured at 128, then a length
-     * that lines them up with the source's, and one more that does not. */
+    /* The graph's name (packed before its initializers) moves the output's
+     * weights against the source's, one byte per byte while its length takes
+     * a 2-byte varint (128 to 16383): measured at 128, then a length that
+     * lines them up with the source's, and one more that does not. */
     copy_case probe = save_padded(dir, 128);
     uint64_t b = probe.block;
     uint64_t k = 128 + (probe.source_offset + b - probe.output_offset % b) % b;
@@ -509,7 +509,7 @@ static void test_saves_change_no_process_wide_state(void **state)
 {
     (void)state;
     size_t size;
-    Onnx__ModelProto *proto = gru_with_large_weights(NULL);
+    Onnx__ModelProto *proto = gru_with_large_weights();
     unsigned char *bytes = mb_pack(proto, &size);
     mb_free(proto);
     char *dir = mb_temp_dir(), *in = mb_path_in(dir, "in.onnx"), *out = mb_path_in(dir, "out.onnx"),
