@@ -51,6 +51,41 @@ static bool resize_slots(graph_index *gi, size_t cap)
     return true;
 }
 
+/* The table's size for `n` names (load <= 1/2), at least 4; 0 when too large. */
+static size_t slots_for(size_t n)
+{
+    size_t cap = 4;
+    while (cap / 2 < n) {
+        if (cap > ((size_t)1 << 30))
+            return 0;
+        cap *= 2;
+    }
+    return cap;
+}
+
+/* An empty table sized for `n` names, the old one cleared and kept when it
+ * has that size (a graph indexed again after a pass changed it a little is
+ * not faulted in a second time), else replaced: an index built in a
+ * scratch index after a larger graph gets a table its size, which is what
+ * pack() copies. */
+static bool size_slots(graph_index *gi, size_t n)
+{
+    size_t cap = slots_for(n);
+    if (!cap)
+        return false;
+    if (cap == gi->cap_slots) {
+        memset(gi->slots, 0, cap * sizeof *gi->slots);
+        return true;
+    }
+    graph_index_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return false;
+    free(gi->slots);
+    gi->slots = slots;
+    gi->cap_slots = (uint32_t)cap;
+    return true;
+}
+
 /* Room in the table for `n` names in all (load <= 1/2). */
 static bool reserve_slots(graph_index *gi, size_t n)
 {
@@ -173,7 +208,7 @@ static bool reserve_values(graph_index *gi, const Onnx__GraphProto *g)
     size_t n = g->n_input + g->n_initializer;
     for (size_t i = 0; i < g->n_node; i++)
         n += g->node[i]->n_output;
-    if (n > INT_MAX || !reserve_slots(gi, n))
+    if (n > INT_MAX || !size_slots(gi, n))
         return false;
     if (gi->cap_values >= n && gi->values && gi->cap_values / 2 <= n)
         return true;
@@ -386,9 +421,7 @@ static void graph_index_reset(graph_index *gi)
 {
     graph_index_free_memos(gi);
     unpack(gi);
-    if (gi->slots)
-        memset(gi->slots, 0, gi->cap_slots * sizeof *gi->slots);
-    gi->recent_at1 = 0;
+    gi->recent_at1 = 0; /* the table is cleared by reserve_values() */
     gi->n_values = 0;
     gi->duplicate = gi->duplicate_kind = NULL;
 }
@@ -411,46 +444,81 @@ static void copy_block(void *to, const void *from, size_t size)
         memcpy(to, from, size);
 }
 
-/* The index's blocks copied into one, sized to what it holds; the pointers
- * into them (entries' names and consumers, duplicate) moved with them.
- * Harmless when out of memory: the index stays in its four blocks. */
-static void pack(graph_index *gi)
+/* The bytes of the node block and of the names that `gi` uses: a scratch
+ * index (graph_index_build_via()) keeps larger blocks from earlier graphs. */
+static size_t node_bytes_used(const graph_index *gi)
 {
-    size_t values = align8(gi->n_values * sizeof *gi->values), nodes = align8(gi->node_bytes);
-    size_t slots = gi->cap_slots * sizeof *gi->slots, names = gi->names_cap;
+    size_t reads = 0;
+    for (size_t v = 0; v < gi->n_values; v++)
+        reads += gi->values[v].n_consumers;
+    return (size_t)((char *)(gi->consumer_store + reads) - (char *)gi->node_first);
+}
+
+static size_t names_bytes_used(const graph_index *gi)
+{
+    if (!gi->n_values)
+        return 0;
+    const char *last = gi->values[gi->n_values - 1].name; /* copy_names() keeps them in order */
+    return (size_t)(last - gi->names) + strlen(last) + 1;
+}
+
+/* `to` made a copy of `from` in one block sized to what it holds, the
+ * pointers into it (entries' names and consumers, duplicate) moved with
+ * it; false (and `to` untouched) when it is larger than PACK_MAX or out of
+ * memory. `from` keeps its blocks. */
+static bool pack_copy(const graph_index *from, graph_index *to)
+{
+    size_t node_used = node_bytes_used(from), names = names_bytes_used(from);
+    size_t values = align8(from->n_values * sizeof *from->values), nodes = align8(node_used);
+    size_t slots = from->cap_slots * sizeof *from->slots;
     if (values + nodes + slots + names > PACK_MAX)
-        return;
+        return false;
     char *block = malloc(values + nodes + slots + names);
     if (!block)
-        return;
+        return false;
     value_entry *v = (value_entry *)block;
     size_t *first = (size_t *)(block + values);
     graph_index_slot *sl = (graph_index_slot *)(block + values + nodes);
     char *text = block + values + nodes + slots;
-    copy_block(v, gi->values, gi->n_values * sizeof *v);
-    copy_block(first, gi->node_first, gi->node_bytes);
-    copy_block(sl, gi->slots, slots);
-    copy_block(text, gi->names, names);
-    int *node_values = (int *)((char *)first + ((char *)gi->node_values - (char *)gi->node_first));
-    int *consumer_store = node_values + (gi->consumer_store - gi->node_values);
-    for (size_t i = 0; i < gi->n_values; i++) {
-        v[i].name = text + (v[i].name - gi->names);
-        v[i].consumers = consumer_store + (v[i].consumers - gi->consumer_store);
+    copy_block(v, from->values, from->n_values * sizeof *v);
+    copy_block(first, from->node_first, node_used);
+    copy_block(sl, from->slots, slots);
+    copy_block(text, from->names, names);
+    int *node_values =
+        (int *)((char *)first + ((char *)from->node_values - (char *)from->node_first));
+    int *consumer_store = node_values + (from->consumer_store - from->node_values);
+    for (size_t i = 0; i < from->n_values; i++) {
+        v[i].name = text + (v[i].name - from->names);
+        v[i].consumers = consumer_store + (v[i].consumers - from->consumer_store);
     }
-    if (gi->duplicate)
-        gi->duplicate = text + (gi->duplicate - gi->names);
+    *to = *from;
+    if (from->duplicate)
+        to->duplicate = text + (from->duplicate - from->names);
+    to->values = v;
+    to->cap_values = (uint32_t)from->n_values;
+    to->node_first = first;
+    to->node_bytes = node_used;
+    to->node_values = node_values;
+    to->consumer_store = consumer_store;
+    to->slots = sl;
+    to->names = text;
+    to->names_cap = names;
+    to->packed = true;
+    return true;
+}
+
+/* The index's blocks copied into one (pack_copy()) and freed. Harmless
+ * when out of memory: the index stays in its four blocks. */
+static void pack(graph_index *gi)
+{
+    graph_index packed;
+    if (!pack_copy(gi, &packed))
+        return;
     free(gi->values);
     free(gi->node_first);
     free(gi->slots);
     free(gi->names);
-    gi->values = v;
-    gi->cap_values = (uint32_t)gi->n_values;
-    gi->node_first = first;
-    gi->node_values = node_values;
-    gi->consumer_store = consumer_store;
-    gi->slots = sl;
-    gi->names = text;
-    gi->packed = true;
+    *gi = packed;
 }
 
 /* A packed index's block given back before a rebuild, which makes its own
@@ -470,20 +538,45 @@ static void unpack(graph_index *gi)
     gi->packed = false;
 }
 
-bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
+/* The index of `graph` in gi's own blocks, which it reuses (gi reset). */
+static bool build_blocks(graph_index *gi, Onnx__GraphProto *graph)
 {
-    graph_index_reset(gi);
-    gi->graph = graph;
     bool ok = reserve_values(gi, graph) && index_declarations(gi, graph) &&
               index_nodes(gi, graph);
     for (size_t n = 0; ok && n < graph->n_node; n++)
         ok = for_each_subgraph(graph->node[n], mark_subgraph_reads, gi);
-    ok = ok && copy_names(gi);
+    return ok && copy_names(gi);
+}
+
+bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
+{
+    graph_index_reset(gi);
+    gi->graph = graph;
+    bool ok = build_blocks(gi, graph);
     if (!ok)
         graph_index_free(gi);
     else
         pack(gi);
     return ok;
+}
+
+bool graph_index_build_via(graph_index *gi, Onnx__GraphProto *graph, graph_index *scratch)
+{
+    if (gi->values && !gi->packed) /* a large index rebuilt in its own blocks */
+        return graph_index_build(gi, graph);
+    graph_index_reset(scratch);
+    scratch->graph = graph;
+    bool ok = build_blocks(scratch, graph);
+    graph_index_free(gi);
+    if (!ok) {
+        graph_index_free(scratch);
+        return false;
+    }
+    if (!pack_copy(scratch, gi)) { /* large, or out of memory: gi takes the blocks */
+        *gi = *scratch;
+        *scratch = (graph_index)GRAPH_INDEX_INIT;
+    }
+    return true;
 }
 
 void graph_index_free(graph_index *gi)

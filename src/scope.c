@@ -22,9 +22,9 @@ static void put(char **at, const char *text, size_t len)
 /* A scope with its path ("main", "main/If_25.then_branch") and, after the
  * path's terminating zero, its attribute name, both in text[] (copied, not
  * formatted: snprintf took a tenth of indexing 10,000 If branches). */
-static scope *scope_new(rnnstate_model *model, Onnx__GraphProto *graph, scope *parent,
-                        size_t parent_node, const char *attr_name, const char *node_label,
-                        bool in_loop)
+static scope *scope_new(scope_tree *tree, rnnstate_model *model, Onnx__GraphProto *graph,
+                        scope *parent, size_t parent_node, const char *attr_name,
+                        const char *node_label, bool in_loop)
 {
     size_t attr_len = strlen(attr_name), label_len = strlen(node_label);
     size_t parent_len = parent ? strlen(parent->path) : 0;
@@ -47,7 +47,7 @@ static scope *scope_new(rnnstate_model *model, Onnx__GraphProto *graph, scope *p
     put(&at, "", 1);
     s->attr_name = at;
     put(&at, attr_name, attr_len + 1);
-    if (!graph_index_build(&s->index, graph)) {
+    if (!graph_index_build_via(&s->index, graph, &tree->scratch)) {
         scope_free(s);
         return NULL;
     }
@@ -99,14 +99,14 @@ static bool add_children(scope_tree *tree, scope *parent)
             const Onnx__AttributeProto *attr = node->attribute[a];
             const char *attr_name = str_or_empty(attr->name);
             if (attr->g) {
-                scope *child =
-                    scope_new(parent->model, attr->g, parent, n, attr_name, label, in_loop);
+                scope *child = scope_new(tree, parent->model, attr->g, parent, n, attr_name,
+                                         label, in_loop);
                 if (!add_scope(tree, child) || !add_children(tree, child))
                     return false;
             }
             for (size_t i = 0; i < attr->n_graphs; i++) {
-                scope *child = scope_new(parent->model, attr->graphs[i], parent, n, attr_name,
-                                         label, in_loop);
+                scope *child = scope_new(tree, parent->model, attr->graphs[i], parent, n,
+                                         attr_name, label, in_loop);
                 if (!add_scope(tree, child) || !add_children(tree, child))
                     return false;
             }
@@ -117,8 +117,8 @@ static bool add_children(scope_tree *tree, scope *parent)
 
 bool scope_tree_build(scope_tree *tree, rnnstate_model *model)
 {
-    *tree = (scope_tree){ .by_graph = PTRMAP_INIT };
-    scope *root = scope_new(model, model->proto->graph, NULL, 0, "", "", false);
+    *tree = (scope_tree){ .by_graph = PTRMAP_INIT, .scratch = GRAPH_INDEX_INIT };
+    scope *root = scope_new(tree, model, model->proto->graph, NULL, 0, "", "", false);
     bool ok = add_scope(tree, root) && add_children(tree, root);
     if (!ok)
         scope_tree_free(tree);
@@ -160,13 +160,15 @@ void scope_tree_free(scope_tree *tree)
         scope_free(tree->scopes[i]);
     free(tree->scopes);
     ptrmap_free(&tree->by_graph);
-    *tree = (scope_tree){ .by_graph = PTRMAP_INIT };
+    graph_index_free(&tree->scratch);
+    *tree = (scope_tree){ .by_graph = PTRMAP_INIT, .scratch = GRAPH_INDEX_INIT };
 }
 
 bool scope_tree_reindex(scope_tree *tree)
 {
     for (size_t i = 0; i < tree->n; i++) {
-        if (!graph_index_build(&tree->scopes[i]->index, tree->scopes[i]->graph))
+        if (!graph_index_build_via(&tree->scopes[i]->index, tree->scopes[i]->graph,
+                                   &tree->scratch))
             return false;
         tree->scopes[i]->stale = false;
     }

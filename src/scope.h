@@ -68,6 +68,9 @@ typedef struct scope_tree {
      * spares a large graph an index nobody reads (see passes.h). Set by a
      * pass, or by scope_mark_changed(); a scope marked stale implies it. */
     bool stale;
+    /* Where small indices are built before they are packed into one block
+     * each (graph_index_build_via()); its blocks serve every build. */
+    graph_index scratch;
 } scope_tree;
 
 bool scope_tree_build(scope_tree *tree, struct rnnstate_model *model);
