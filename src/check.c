@@ -18,7 +18,7 @@ static rnnstate_status check_unique(const graph_index *gi, const char *label,
 {
     if (gi->duplicate)
         return set_error(err, RNNSTATE_ERR_INVALID, "%s: %s: %s '%s' appears twice", label,
-                         what_failed, gi->duplicate_kind, gi->duplicate);
+                         what_failed, graph_index_duplicate_kind(gi), gi->duplicate);
     return RNNSTATE_OK;
 }
 

@@ -111,12 +111,14 @@ static bool copy_names(graph_index *gi)
     size_t total = 0;
     for (size_t v = 0; v < gi->n_values; v++)
         total += strlen(gi->values[v].name) + 1;
+    if (total > UINT32_MAX) /* names of 4 GiB: not from a model protobuf can read */
+        return false;
     if (total > gi->names_cap || total < gi->names_cap / 2) {
         char *names = realloc(gi->names, total ? total : 1);
         if (!names)
             return false;
         gi->names = names;
-        gi->names_cap = total;
+        gi->names_cap = (uint32_t)total;
     }
     char *at = gi->names;
     for (size_t v = 0; v < gi->n_values; v++) {
@@ -229,14 +231,16 @@ static const char *const duplicate_kinds[] = { "graph input", "initializer", "va
 /* Remembers the first name given twice of the highest precedence. */
 static void note_duplicate(graph_index *gi, const char *name, int kind)
 {
-    int current = DUP_NONE;
-    for (int k = 0; gi->duplicate && k < DUP_NONE; k++)
-        if (duplicate_kinds[k] == gi->duplicate_kind)
-            current = k;
+    int current = gi->duplicate ? gi->duplicate_code : DUP_NONE;
     if (kind < current) {
         gi->duplicate = name;
-        gi->duplicate_kind = duplicate_kinds[kind];
+        gi->duplicate_code = (uint8_t)kind;
     }
+}
+
+const char *graph_index_duplicate_kind(const graph_index *gi)
+{
+    return gi->duplicate ? duplicate_kinds[gi->duplicate_code] : NULL;
 }
 
 /* Marks every value named inside a subgraph (at any depth) as read there.
@@ -296,13 +300,14 @@ static bool index_node(graph_index *gi, const Onnx__NodeProto *node, size_t n, s
     return true;
 }
 
-/* Every value's consumers, in node order, as slices of one array
- * (`consumer_store`) rather than an allocation per value. */
+/* Every value's consumers, in node order, as slices of one array (after
+ * node_values in the node block) rather than an allocation per value. */
 static void index_consumers(graph_index *gi, Onnx__GraphProto *g)
 {
+    int *store = gi->node_values + gi->node_first[g->n_node];
     size_t at = 0;
     for (size_t v = 0; v < gi->n_values; v++) {
-        gi->values[v].consumers = gi->consumer_store + at;
+        gi->values[v].consumers = store + at;
         at += gi->values[v].n_consumers;
         gi->values[v].n_consumers = 0; /* refilled below */
     }
@@ -317,7 +322,7 @@ static void index_consumers(graph_index *gi, Onnx__GraphProto *g)
     }
 }
 
-/* node_first, node_values and consumer_store carved out of one block
+/* node_first, node_values and the consumers carved out of one block
  * (kept across rebuilds unless it is more than twice what is needed). */
 static bool reserve_node_store(graph_index *gi, size_t n_node, size_t names, size_t reads)
 {
@@ -333,7 +338,6 @@ static bool reserve_node_store(graph_index *gi, size_t n_node, size_t names, siz
         gi->node_bytes = bytes;
     }
     gi->node_values = (int *)((char *)gi->node_first + firsts);
-    gi->consumer_store = gi->node_values + names;
     return true;
 }
 
@@ -423,7 +427,7 @@ static void graph_index_reset(graph_index *gi)
     unpack(gi);
     gi->recent_at1 = 0; /* the table is cleared by reserve_values() */
     gi->n_values = 0;
-    gi->duplicate = gi->duplicate_kind = NULL;
+    gi->duplicate = NULL;
 }
 
 /* An index this small (its four blocks together, in bytes) is packed into
@@ -451,7 +455,8 @@ static size_t node_bytes_used(const graph_index *gi)
     size_t reads = 0;
     for (size_t v = 0; v < gi->n_values; v++)
         reads += gi->values[v].n_consumers;
-    return (size_t)((char *)(gi->consumer_store + reads) - (char *)gi->node_first);
+    const int *consumers = gi->node_values + gi->node_first[gi->graph->n_node];
+    return (size_t)((const char *)(consumers + reads) - (const char *)gi->node_first);
 }
 
 static size_t names_bytes_used(const graph_index *gi)
@@ -462,20 +467,23 @@ static size_t names_bytes_used(const graph_index *gi)
     return (size_t)(last - gi->names) + strlen(last) + 1;
 }
 
-/* `to` made a copy of `from` in one block sized to what it holds, the
- * pointers into it (entries' names and consumers, duplicate) moved with
- * it; false (and `to` untouched) when it is larger than PACK_MAX or out of
- * memory. `from` keeps its blocks. */
-static bool pack_copy(const graph_index *from, graph_index *to)
+/* The bytes of the one block `gi` packs into (pack_into()), or 0 when
+ * that is more than PACK_MAX. */
+static size_t packed_size(const graph_index *gi)
+{
+    size_t size = align8(gi->n_values * sizeof *gi->values) + align8(node_bytes_used(gi)) +
+                  gi->cap_slots * sizeof *gi->slots + names_bytes_used(gi);
+    return size <= PACK_MAX ? size : 0;
+}
+
+/* `to` made a copy of `from` in `block` (packed_size() bytes, 8-aligned),
+ * the pointers into it (entries' names and consumers, duplicate) moved
+ * with it. `from` keeps its blocks. */
+static void pack_into(const graph_index *from, graph_index *to, char *block)
 {
     size_t node_used = node_bytes_used(from), names = names_bytes_used(from);
     size_t values = align8(from->n_values * sizeof *from->values), nodes = align8(node_used);
     size_t slots = from->cap_slots * sizeof *from->slots;
-    if (values + nodes + slots + names > PACK_MAX)
-        return false;
-    char *block = malloc(values + nodes + slots + names);
-    if (!block)
-        return false;
     value_entry *v = (value_entry *)block;
     size_t *first = (size_t *)(block + values);
     graph_index_slot *sl = (graph_index_slot *)(block + values + nodes);
@@ -484,36 +492,38 @@ static bool pack_copy(const graph_index *from, graph_index *to)
     copy_block(first, from->node_first, node_used);
     copy_block(sl, from->slots, slots);
     copy_block(text, from->names, names);
-    int *node_values =
-        (int *)((char *)first + ((char *)from->node_values - (char *)from->node_first));
-    int *consumer_store = node_values + (from->consumer_store - from->node_values);
+    /* pointers into the node block keep their offsets from its start */
+    const char *old_nodes = (const char *)from->node_first;
+    int *node_values = (int *)((char *)first + ((const char *)from->node_values - old_nodes));
     for (size_t i = 0; i < from->n_values; i++) {
         v[i].name = text + (v[i].name - from->names);
-        v[i].consumers = consumer_store + (v[i].consumers - from->consumer_store);
+        v[i].consumers = (int *)((char *)first + ((const char *)v[i].consumers - old_nodes));
     }
     *to = *from;
     if (from->duplicate)
         to->duplicate = text + (from->duplicate - from->names);
     to->values = v;
-    to->cap_values = (uint32_t)from->n_values;
+    to->cap_values = from->n_values;
     to->node_first = first;
     to->node_bytes = node_used;
     to->node_values = node_values;
-    to->consumer_store = consumer_store;
     to->slots = sl;
     to->names = text;
-    to->names_cap = names;
+    to->names_cap = (uint32_t)names;
     to->packed = true;
-    return true;
+    to->borrowed = false;
 }
 
-/* The index's blocks copied into one (pack_copy()) and freed. Harmless
+/* The index's blocks copied into one (pack_into()) and freed. Harmless
  * when out of memory: the index stays in its four blocks. */
 static void pack(graph_index *gi)
 {
-    graph_index packed;
-    if (!pack_copy(gi, &packed))
+    size_t size = packed_size(gi);
+    char *block = size ? malloc(size) : NULL;
+    if (!block)
         return;
+    graph_index packed;
+    pack_into(gi, &packed, block);
     free(gi->values);
     free(gi->node_first);
     free(gi->slots);
@@ -527,10 +537,12 @@ static void unpack(graph_index *gi)
 {
     if (!gi->packed)
         return;
-    free(gi->values);
+    if (!gi->borrowed)
+        free(gi->values);
+    gi->borrowed = false;
     gi->values = NULL;
     gi->node_first = NULL;
-    gi->node_values = gi->consumer_store = NULL;
+    gi->node_values = NULL;
     gi->slots = NULL;
     gi->names = NULL;
     gi->cap_values = gi->cap_slots = 0;
@@ -560,22 +572,46 @@ bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
     return ok;
 }
 
+bool graph_index_build_scratch(graph_index *scratch, Onnx__GraphProto *graph)
+{
+    graph_index_reset(scratch);
+    scratch->graph = graph;
+    if (build_blocks(scratch, graph))
+        return true;
+    graph_index_free(scratch);
+    return false;
+}
+
+size_t graph_index_packed_size(const graph_index *scratch)
+{
+    return packed_size(scratch);
+}
+
+void graph_index_take(graph_index *gi, graph_index *scratch, void *block)
+{
+    if (block) {
+        pack_into(scratch, gi, block);
+        gi->borrowed = true;
+    } else {
+        *gi = *scratch;
+        *scratch = (graph_index)GRAPH_INDEX_INIT;
+    }
+}
+
 bool graph_index_build_via(graph_index *gi, Onnx__GraphProto *graph, graph_index *scratch)
 {
     if (gi->values && !gi->packed) /* a large index rebuilt in its own blocks */
         return graph_index_build(gi, graph);
-    graph_index_reset(scratch);
-    scratch->graph = graph;
-    bool ok = build_blocks(scratch, graph);
+    bool ok = graph_index_build_scratch(scratch, graph);
     graph_index_free(gi);
-    if (!ok) {
-        graph_index_free(scratch);
+    if (!ok)
         return false;
-    }
-    if (!pack_copy(scratch, gi)) { /* large, or out of memory: gi takes the blocks */
-        *gi = *scratch;
-        *scratch = (graph_index)GRAPH_INDEX_INIT;
-    }
+    size_t size = packed_size(scratch);
+    char *block = size ? malloc(size) : NULL;
+    if (block)
+        pack_into(scratch, gi, block);
+    else /* large, or out of memory: gi takes the blocks */
+        graph_index_take(gi, scratch, NULL);
     return true;
 }
 

@@ -19,9 +19,16 @@ static void put(char **at, const char *text, size_t len)
     *at += len;
 }
 
+static size_t align8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
 /* A scope with its path ("main", "main/If_25.then_branch") and, after the
  * path's terminating zero, its attribute name, both in text[] (copied, not
- * formatted: snprintf took a tenth of indexing 10,000 If branches). */
+ * formatted: snprintf took a tenth of indexing 10,000 If branches), and the
+ * index of its graph, built in the tree's scratch index and, when small,
+ * copied into the same allocation after them. */
 static scope *scope_new(scope_tree *tree, rnnstate_model *model, Onnx__GraphProto *graph,
                         scope *parent, size_t parent_node, const char *attr_name,
                         const char *node_label, bool in_loop)
@@ -29,11 +36,15 @@ static scope *scope_new(scope_tree *tree, rnnstate_model *model, Onnx__GraphProt
     size_t attr_len = strlen(attr_name), label_len = strlen(node_label);
     size_t parent_len = parent ? strlen(parent->path) : 0;
     size_t path_len = parent ? parent_len + 1 + label_len + 1 + attr_len : 4;
-    scope *s = malloc(sizeof *s + path_len + 1 + attr_len + 1);
+    if (!graph_index_build_scratch(&tree->scratch, graph))
+        return NULL;
+    size_t head = align8(offsetof(scope, text) + path_len + 1 + attr_len + 1);
+    size_t packed = graph_index_packed_size(&tree->scratch);
+    scope *s = malloc(head + packed);
     if (!s)
         return NULL;
     *s = (scope){ .model = model, .graph = graph, .index = GRAPH_INDEX_INIT, .parent = parent,
-                  .parent_node = parent_node, .in_loop = in_loop };
+                  .parent_node = (uint32_t)parent_node, .in_loop = in_loop };
     char *at = s->path = s->text;
     if (parent) {
         put(&at, parent->path, parent_len);
@@ -45,13 +56,14 @@ static scope *scope_new(scope_tree *tree, rnnstate_model *model, Onnx__GraphProt
         put(&at, "main", 4);
     }
     put(&at, "", 1);
-    s->attr_name = at;
     put(&at, attr_name, attr_len + 1);
-    if (!graph_index_build_via(&s->index, graph, &tree->scratch)) {
-        scope_free(s);
-        return NULL;
-    }
+    graph_index_take(&s->index, &tree->scratch, packed ? (char *)s + head : NULL);
     return s;
+}
+
+const char *scope_attr_name(const scope *sc)
+{
+    return sc->path + strlen(sc->path) + 1;
 }
 
 /* The scope's queue of changes, made at its first use; NULL when out of memory. */
@@ -267,17 +279,17 @@ scope *scope_if_branch(const scope_tree *tree, const Onnx__NodeProto *if_node, i
 
 const Onnx__NodeProto *scope_if_node(const scope *sc)
 {
-    if (!sc->parent || branch_which(sc->attr_name) < 0)
+    int which = sc->parent ? branch_which(scope_attr_name(sc)) : -1;
+    if (which < 0)
         return NULL;
     const Onnx__NodeProto *node = sc->parent->graph->node[sc->parent_node];
-    return node_is_if(node) && if_branch(node, branch_which(sc->attr_name)) == sc->graph ? node
-                                                                                        : NULL;
+    return node_is_if(node) && if_branch(node, which) == sc->graph ? node : NULL;
 }
 
 scope *scope_if_sibling(const scope_tree *tree, const scope *sc)
 {
     const Onnx__NodeProto *node = scope_if_node(sc);
-    return node ? scope_if_branch(tree, node, 1 - branch_which(sc->attr_name)) : NULL;
+    return node ? scope_if_branch(tree, node, 1 - branch_which(scope_attr_name(sc))) : NULL;
 }
 
 const value_entry *scope_lookup(const scope *s, const char *name, const scope **owner)
