@@ -9,6 +9,11 @@
 
 #include "model/onnx_build.h"
 
+static size_t align8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
 /* ---- the table of names ------------------------------------------------
  * Slots of 8 bytes (hash, position) over the entries; a name is compared
  * with the entry's own name. While the index is built, the entries' names
@@ -135,7 +140,8 @@ static bool copy_names(graph_index *gi)
 /* The entry for `name`, whose length and hash (strmap_key_hash) are known. */
 static value_entry *entry_for_hashed(graph_index *gi, const char *name, uint32_t hash)
 {
-    if (!reserve_slots(gi, gi->n_values + 1))
+    /* the test first: reserve_values() made room for nearly every name */
+    if (gi->cap_slots / 2 < (size_t)gi->n_values + 1 && !reserve_slots(gi, gi->n_values + 1))
         return NULL;
     graph_index_slot *s = slot_for(gi, name, hash);
     if (s->at1)
@@ -273,7 +279,7 @@ static bool index_node(graph_index *gi, const Onnx__NodeProto *node, size_t n, s
                        const hashed_names *h)
 {
     int *inputs = gi->node_values + *k, *outputs = inputs + node->n_input;
-    gi->node_first[n] = *k;
+    gi->node_first[n] = (uint32_t)*k; /* reserve_node_store() checked the total */
     *k += node->n_input + node->n_output;
     for (size_t slot = 0; slot < node->n_output; slot++) {
         const char *name = str_or_empty(node->output[slot]);
@@ -326,9 +332,12 @@ static void index_consumers(graph_index *gi, Onnx__GraphProto *g)
  * (kept across rebuilds unless it is more than twice what is needed). */
 static bool reserve_node_store(graph_index *gi, size_t n_node, size_t names, size_t reads)
 {
-    size_t firsts = (n_node + 1) * sizeof(size_t);
-    if (n_node >= SIZE_MAX / 4 / sizeof(size_t) || names + reads >= SIZE_MAX / 4 / sizeof(int))
+    /* offsets of 32 bits (4 bytes a node, not 8): a protobuf-c model of
+     * under 2 GiB names fewer than 2^32 values in its nodes */
+    if (n_node >= UINT32_MAX || names >= UINT32_MAX || reads >= UINT32_MAX ||
+        n_node + names + reads >= SIZE_MAX / 4 / sizeof(int))
         return false;
+    size_t firsts = align8((n_node + 1) * sizeof(uint32_t));
     size_t bytes = firsts + (names + reads) * sizeof(int);
     if (bytes > gi->node_bytes || bytes < gi->node_bytes / 2) {
         void *store = realloc(gi->node_first, bytes);
@@ -360,7 +369,7 @@ static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
         if (!index_node(gi, g->node[n], n, &k, &ahead[n % (AHEAD_NODES + 1)]))
             return false;
     }
-    gi->node_first[g->n_node] = k;
+    gi->node_first[g->n_node] = (uint32_t)k;
     index_consumers(gi, g);
     return true;
 }
@@ -435,11 +444,6 @@ static void graph_index_reset(graph_index *gi)
  * and four blocks cost four allocation headers and four roundings. */
 #define PACK_MAX 2048
 
-static size_t align8(size_t n)
-{
-    return (n + 7) & ~(size_t)7;
-}
-
 /* memcpy() of a block that may be empty and then never allocated (NULL):
  * memcpy() must not be given NULL even for 0 bytes. */
 static void copy_block(void *to, const void *from, size_t size)
@@ -485,7 +489,7 @@ static void pack_into(const graph_index *from, graph_index *to, char *block)
     size_t values = align8(from->n_values * sizeof *from->values), nodes = align8(node_used);
     size_t slots = from->cap_slots * sizeof *from->slots;
     value_entry *v = (value_entry *)block;
-    size_t *first = (size_t *)(block + values);
+    uint32_t *first = (uint32_t *)(block + values);
     graph_index_slot *sl = (graph_index_slot *)(block + values + nodes);
     char *text = block + values + nodes + slots;
     copy_block(v, from->values, from->n_values * sizeof *v);

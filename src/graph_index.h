@@ -60,7 +60,7 @@ typedef struct graph_index {
      * node n's are node_values[node_first[n] ...], its inputs first; -1 for
      * an empty name. Walks in node order use them instead of hashing names. */
     int *node_values;
-    size_t *node_first;  /* n_node + 1 offsets */
+    uint32_t *node_first; /* n_node + 1 offsets */
     /* The first name the graph declares or produces twice (the loader's
      * uniqueness rule, see check.c), or NULL; graph_index_duplicate_kind()
      * says what it is. */

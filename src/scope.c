@@ -105,11 +105,17 @@ static bool add_children(scope_tree *tree, scope *parent)
     Onnx__GraphProto *g = parent->graph;
     for (size_t n = 0; n < g->n_node; n++) {
         const Onnx__NodeProto *node = g->node[n];
-        const char *label = *str_or_empty(node->name) ? node->name : str_or_empty(node->op_type);
-        bool in_loop = parent->in_loop || is_loop_op(node);
+        const char *label = NULL; /* worked out at the node's first graph: most have none */
+        bool in_loop = false;
         for (size_t a = 0; a < node->n_attribute; a++) {
             const Onnx__AttributeProto *attr = node->attribute[a];
             const char *attr_name = str_or_empty(attr->name);
+            if (!attr->g && !attr->n_graphs)
+                continue;
+            if (!label) {
+                label = *str_or_empty(node->name) ? node->name : str_or_empty(node->op_type);
+                in_loop = parent->in_loop || is_loop_op(node);
+            }
             if (attr->g) {
                 scope *child = scope_new(tree, parent->model, attr->g, parent, n, attr_name,
                                          label, in_loop);
