@@ -256,16 +256,25 @@ static void branch_attrs(const Onnx__NodeProto *if_node, size_t count[2],
     }
 }
 
-bool if_branch_fault(const Onnx__NodeProto *if_node, const char **name, bool *repeated)
+bool if_branches(const Onnx__NodeProto *if_node, const Onnx__GraphProto *branch[2],
+                 const char **name, bool *repeated)
 {
     size_t count[2];
-    const Onnx__GraphProto *graph[2];
-    branch_attrs(if_node, count, graph, name);
+    branch_attrs(if_node, count, branch, name);
     *repeated = *name != NULL;
     for (int b = 0; !*name && b < 2; b++)
-        if (!graph[b])
+        if (!branch[b])
             *name = if_branch_attr[b];
+    for (int b = 0; b < 2; b++)
+        if (count[b] != 1)
+            branch[b] = NULL;
     return *name != NULL;
+}
+
+bool if_branch_fault(const Onnx__NodeProto *if_node, const char **name, bool *repeated)
+{
+    const Onnx__GraphProto *branch[2];
+    return if_branches(if_node, branch, name, repeated);
 }
 
 const Onnx__GraphProto *if_branch(const Onnx__NodeProto *if_node, int which)

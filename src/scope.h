@@ -119,6 +119,11 @@ bool node_is_if(const Onnx__NodeProto *node);
  * is true; else the first branch without a graph, `*repeated` false. */
 bool if_branch_fault(const Onnx__NodeProto *if_node, const char **name, bool *repeated);
 
+/* Both at once, in one walk of the attributes: what if_branch_fault()
+ * answers, and branch[which] what if_branch() gives. */
+bool if_branches(const Onnx__NodeProto *if_node, const Onnx__GraphProto *branch[2],
+                 const char **name, bool *repeated);
+
 /* The graph of branch `which` of an If, or NULL when it breaks the policy. */
 const Onnx__GraphProto *if_branch(const Onnx__NodeProto *if_node, int which);
 
