@@ -18,7 +18,7 @@ static rnnstate_status check_unique(const graph_index *gi, const char *label,
 {
     if (gi->duplicate)
         return set_error(err, RNNSTATE_ERR_INVALID, "%s: %s: %s '%s' appears twice", label,
-                         what_failed, gi->duplicate_kind, gi->duplicate);
+                         what_failed, graph_index_duplicate_kind(gi), gi->duplicate);
     return RNNSTATE_OK;
 }
 
@@ -264,11 +264,12 @@ static rnnstate_status check_if_branches(const Onnx__NodeProto *node, const char
 {
     const char *name;
     bool repeated;
-    if (if_branch_fault(node, &name, &repeated) && repeated)
+    const Onnx__GraphProto *branch[2];
+    if (if_branches(node, branch, &name, &repeated) && repeated)
         return set_error(err, RNNSTATE_ERR_INVALID,
                          "%s: invalid model: If '%s' has more than one %s", label,
                          str_or_empty(node->name), name);
-    const Onnx__GraphProto *then_branch = if_branch(node, 0), *else_branch = if_branch(node, 1);
+    const Onnx__GraphProto *then_branch = branch[0], *else_branch = branch[1];
     if (then_branch && else_branch && then_branch->n_output != else_branch->n_output)
         return set_error(err, RNNSTATE_ERR_INVALID,
                          "%s: invalid model: the branches of If '%s' have %zu and %zu outputs",

@@ -9,6 +9,11 @@
 
 #include "model/onnx_build.h"
 
+static size_t align8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
 /* ---- the table of names ------------------------------------------------
  * Slots of 8 bytes (hash, position) over the entries; a name is compared
  * with the entry's own name. While the index is built, the entries' names
@@ -51,6 +56,41 @@ static bool resize_slots(graph_index *gi, size_t cap)
     return true;
 }
 
+/* The table's size for `n` names (load <= 1/2), at least 4; 0 when too large. */
+static size_t slots_for(size_t n)
+{
+    size_t cap = 4;
+    while (cap / 2 < n) {
+        if (cap > ((size_t)1 << 30))
+            return 0;
+        cap *= 2;
+    }
+    return cap;
+}
+
+/* An empty table sized for `n` names, the old one cleared and kept when it
+ * has that size (a graph indexed again after a pass changed it a little is
+ * not faulted in a second time), else replaced: an index built in a
+ * scratch index after a larger graph gets a table its size, which is what
+ * pack() copies. */
+static bool size_slots(graph_index *gi, size_t n)
+{
+    size_t cap = slots_for(n);
+    if (!cap)
+        return false;
+    if (cap == gi->cap_slots) {
+        memset(gi->slots, 0, cap * sizeof *gi->slots);
+        return true;
+    }
+    graph_index_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return false;
+    free(gi->slots);
+    gi->slots = slots;
+    gi->cap_slots = (uint32_t)cap;
+    return true;
+}
+
 /* Room in the table for `n` names in all (load <= 1/2). */
 static bool reserve_slots(graph_index *gi, size_t n)
 {
@@ -76,12 +116,14 @@ static bool copy_names(graph_index *gi)
     size_t total = 0;
     for (size_t v = 0; v < gi->n_values; v++)
         total += strlen(gi->values[v].name) + 1;
+    if (total > UINT32_MAX) /* names of 4 GiB: not from a model protobuf can read */
+        return false;
     if (total > gi->names_cap || total < gi->names_cap / 2) {
         char *names = realloc(gi->names, total ? total : 1);
         if (!names)
             return false;
         gi->names = names;
-        gi->names_cap = total;
+        gi->names_cap = (uint32_t)total;
     }
     char *at = gi->names;
     for (size_t v = 0; v < gi->n_values; v++) {
@@ -98,7 +140,8 @@ static bool copy_names(graph_index *gi)
 /* The entry for `name`, whose length and hash (strmap_key_hash) are known. */
 static value_entry *entry_for_hashed(graph_index *gi, const char *name, uint32_t hash)
 {
-    if (!reserve_slots(gi, gi->n_values + 1))
+    /* the test first: reserve_values() made room for nearly every name */
+    if (gi->cap_slots / 2 < (size_t)gi->n_values + 1 && !reserve_slots(gi, gi->n_values + 1))
         return NULL;
     graph_index_slot *s = slot_for(gi, name, hash);
     if (s->at1)
@@ -173,7 +216,7 @@ static bool reserve_values(graph_index *gi, const Onnx__GraphProto *g)
     size_t n = g->n_input + g->n_initializer;
     for (size_t i = 0; i < g->n_node; i++)
         n += g->node[i]->n_output;
-    if (n > INT_MAX || !reserve_slots(gi, n))
+    if (n > INT_MAX || !size_slots(gi, n))
         return false;
     if (gi->cap_values >= n && gi->values && gi->cap_values / 2 <= n)
         return true;
@@ -194,14 +237,16 @@ static const char *const duplicate_kinds[] = { "graph input", "initializer", "va
 /* Remembers the first name given twice of the highest precedence. */
 static void note_duplicate(graph_index *gi, const char *name, int kind)
 {
-    int current = DUP_NONE;
-    for (int k = 0; gi->duplicate && k < DUP_NONE; k++)
-        if (duplicate_kinds[k] == gi->duplicate_kind)
-            current = k;
+    int current = gi->duplicate ? gi->duplicate_code : DUP_NONE;
     if (kind < current) {
         gi->duplicate = name;
-        gi->duplicate_kind = duplicate_kinds[kind];
+        gi->duplicate_code = (uint8_t)kind;
     }
+}
+
+const char *graph_index_duplicate_kind(const graph_index *gi)
+{
+    return gi->duplicate ? duplicate_kinds[gi->duplicate_code] : NULL;
 }
 
 /* Marks every value named inside a subgraph (at any depth) as read there.
@@ -234,7 +279,7 @@ static bool index_node(graph_index *gi, const Onnx__NodeProto *node, size_t n, s
                        const hashed_names *h)
 {
     int *inputs = gi->node_values + *k, *outputs = inputs + node->n_input;
-    gi->node_first[n] = *k;
+    gi->node_first[n] = (uint32_t)*k; /* reserve_node_store() checked the total */
     *k += node->n_input + node->n_output;
     for (size_t slot = 0; slot < node->n_output; slot++) {
         const char *name = str_or_empty(node->output[slot]);
@@ -261,13 +306,14 @@ static bool index_node(graph_index *gi, const Onnx__NodeProto *node, size_t n, s
     return true;
 }
 
-/* Every value's consumers, in node order, as slices of one array
- * (`consumer_store`) rather than an allocation per value. */
+/* Every value's consumers, in node order, as slices of one array (after
+ * node_values in the node block) rather than an allocation per value. */
 static void index_consumers(graph_index *gi, Onnx__GraphProto *g)
 {
+    int *store = gi->node_values + gi->node_first[g->n_node];
     size_t at = 0;
     for (size_t v = 0; v < gi->n_values; v++) {
-        gi->values[v].consumers = gi->consumer_store + at;
+        gi->values[v].consumers = store + at;
         at += gi->values[v].n_consumers;
         gi->values[v].n_consumers = 0; /* refilled below */
     }
@@ -282,13 +328,16 @@ static void index_consumers(graph_index *gi, Onnx__GraphProto *g)
     }
 }
 
-/* node_first, node_values and consumer_store carved out of one block
+/* node_first, node_values and the consumers carved out of one block
  * (kept across rebuilds unless it is more than twice what is needed). */
 static bool reserve_node_store(graph_index *gi, size_t n_node, size_t names, size_t reads)
 {
-    size_t firsts = (n_node + 1) * sizeof(size_t);
-    if (n_node >= SIZE_MAX / 4 / sizeof(size_t) || names + reads >= SIZE_MAX / 4 / sizeof(int))
+    /* offsets of 32 bits (4 bytes a node, not 8): a protobuf-c model of
+     * under 2 GiB names fewer than 2^32 values in its nodes */
+    if (n_node >= UINT32_MAX || names >= UINT32_MAX || reads >= UINT32_MAX ||
+        n_node + names + reads >= SIZE_MAX / 4 / sizeof(int))
         return false;
+    size_t firsts = align8((n_node + 1) * sizeof(uint32_t));
     size_t bytes = firsts + (names + reads) * sizeof(int);
     if (bytes > gi->node_bytes || bytes < gi->node_bytes / 2) {
         void *store = realloc(gi->node_first, bytes);
@@ -298,7 +347,6 @@ static bool reserve_node_store(graph_index *gi, size_t n_node, size_t names, siz
         gi->node_bytes = bytes;
     }
     gi->node_values = (int *)((char *)gi->node_first + firsts);
-    gi->consumer_store = gi->node_values + names;
     return true;
 }
 
@@ -321,7 +369,7 @@ static bool index_nodes(graph_index *gi, Onnx__GraphProto *g)
         if (!index_node(gi, g->node[n], n, &k, &ahead[n % (AHEAD_NODES + 1)]))
             return false;
     }
-    gi->node_first[g->n_node] = k;
+    gi->node_first[g->n_node] = (uint32_t)k;
     index_consumers(gi, g);
     return true;
 }
@@ -386,22 +434,15 @@ static void graph_index_reset(graph_index *gi)
 {
     graph_index_free_memos(gi);
     unpack(gi);
-    if (gi->slots)
-        memset(gi->slots, 0, gi->cap_slots * sizeof *gi->slots);
-    gi->recent_at1 = 0;
+    gi->recent_at1 = 0; /* the table is cleared by reserve_values() */
     gi->n_values = 0;
-    gi->duplicate = gi->duplicate_kind = NULL;
+    gi->duplicate = NULL;
 }
 
 /* An index this small (its four blocks together, in bytes) is packed into
  * one block once built: most subgraphs (If branches) have a node or two,
  * and four blocks cost four allocation headers and four roundings. */
 #define PACK_MAX 2048
-
-static size_t align8(size_t n)
-{
-    return (n + 7) & ~(size_t)7;
-}
 
 /* memcpy() of a block that may be empty and then never allocated (NULL):
  * memcpy() must not be given NULL even for 0 bytes. */
@@ -411,46 +452,87 @@ static void copy_block(void *to, const void *from, size_t size)
         memcpy(to, from, size);
 }
 
-/* The index's blocks copied into one, sized to what it holds; the pointers
- * into them (entries' names and consumers, duplicate) moved with them.
- * Harmless when out of memory: the index stays in its four blocks. */
-static void pack(graph_index *gi)
+/* The bytes of the node block and of the names that `gi` uses: a scratch
+ * index (graph_index_build_via()) keeps larger blocks from earlier graphs. */
+static size_t node_bytes_used(const graph_index *gi)
 {
-    size_t values = align8(gi->n_values * sizeof *gi->values), nodes = align8(gi->node_bytes);
-    size_t slots = gi->cap_slots * sizeof *gi->slots, names = gi->names_cap;
-    if (values + nodes + slots + names > PACK_MAX)
-        return;
-    char *block = malloc(values + nodes + slots + names);
-    if (!block)
-        return;
+    size_t reads = 0;
+    for (size_t v = 0; v < gi->n_values; v++)
+        reads += gi->values[v].n_consumers;
+    const int *consumers = gi->node_values + gi->node_first[gi->graph->n_node];
+    return (size_t)((const char *)(consumers + reads) - (const char *)gi->node_first);
+}
+
+static size_t names_bytes_used(const graph_index *gi)
+{
+    if (!gi->n_values)
+        return 0;
+    const char *last = gi->values[gi->n_values - 1].name; /* copy_names() keeps them in order */
+    return (size_t)(last - gi->names) + strlen(last) + 1;
+}
+
+/* The bytes of the one block `gi` packs into (pack_into()), or 0 when
+ * that is more than PACK_MAX. */
+static size_t packed_size(const graph_index *gi)
+{
+    size_t size = align8(gi->n_values * sizeof *gi->values) + align8(node_bytes_used(gi)) +
+                  gi->cap_slots * sizeof *gi->slots + names_bytes_used(gi);
+    return size <= PACK_MAX ? size : 0;
+}
+
+/* `to` made a copy of `from` in `block` (packed_size() bytes, 8-aligned),
+ * the pointers into it (entries' names and consumers, duplicate) moved
+ * with it. `from` keeps its blocks. */
+static void pack_into(const graph_index *from, graph_index *to, char *block)
+{
+    size_t node_used = node_bytes_used(from), names = names_bytes_used(from);
+    size_t values = align8(from->n_values * sizeof *from->values), nodes = align8(node_used);
+    size_t slots = from->cap_slots * sizeof *from->slots;
     value_entry *v = (value_entry *)block;
-    size_t *first = (size_t *)(block + values);
+    uint32_t *first = (uint32_t *)(block + values);
     graph_index_slot *sl = (graph_index_slot *)(block + values + nodes);
     char *text = block + values + nodes + slots;
-    copy_block(v, gi->values, gi->n_values * sizeof *v);
-    copy_block(first, gi->node_first, gi->node_bytes);
-    copy_block(sl, gi->slots, slots);
-    copy_block(text, gi->names, names);
-    int *node_values = (int *)((char *)first + ((char *)gi->node_values - (char *)gi->node_first));
-    int *consumer_store = node_values + (gi->consumer_store - gi->node_values);
-    for (size_t i = 0; i < gi->n_values; i++) {
-        v[i].name = text + (v[i].name - gi->names);
-        v[i].consumers = consumer_store + (v[i].consumers - gi->consumer_store);
+    copy_block(v, from->values, from->n_values * sizeof *v);
+    copy_block(first, from->node_first, node_used);
+    copy_block(sl, from->slots, slots);
+    copy_block(text, from->names, names);
+    /* pointers into the node block keep their offsets from its start */
+    const char *old_nodes = (const char *)from->node_first;
+    int *node_values = (int *)((char *)first + ((const char *)from->node_values - old_nodes));
+    for (size_t i = 0; i < from->n_values; i++) {
+        v[i].name = text + (v[i].name - from->names);
+        v[i].consumers = (int *)((char *)first + ((const char *)v[i].consumers - old_nodes));
     }
-    if (gi->duplicate)
-        gi->duplicate = text + (gi->duplicate - gi->names);
+    *to = *from;
+    if (from->duplicate)
+        to->duplicate = text + (from->duplicate - from->names);
+    to->values = v;
+    to->cap_values = from->n_values;
+    to->node_first = first;
+    to->node_bytes = node_used;
+    to->node_values = node_values;
+    to->slots = sl;
+    to->names = text;
+    to->names_cap = (uint32_t)names;
+    to->packed = true;
+    to->borrowed = false;
+}
+
+/* The index's blocks copied into one (pack_into()) and freed. Harmless
+ * when out of memory: the index stays in its four blocks. */
+static void pack(graph_index *gi)
+{
+    size_t size = packed_size(gi);
+    char *block = size ? malloc(size) : NULL;
+    if (!block)
+        return;
+    graph_index packed;
+    pack_into(gi, &packed, block);
     free(gi->values);
     free(gi->node_first);
     free(gi->slots);
     free(gi->names);
-    gi->values = v;
-    gi->cap_values = (uint32_t)gi->n_values;
-    gi->node_first = first;
-    gi->node_values = node_values;
-    gi->consumer_store = consumer_store;
-    gi->slots = sl;
-    gi->names = text;
-    gi->packed = true;
+    *gi = packed;
 }
 
 /* A packed index's block given back before a rebuild, which makes its own
@@ -459,10 +541,12 @@ static void unpack(graph_index *gi)
 {
     if (!gi->packed)
         return;
-    free(gi->values);
+    if (!gi->borrowed)
+        free(gi->values);
+    gi->borrowed = false;
     gi->values = NULL;
     gi->node_first = NULL;
-    gi->node_values = gi->consumer_store = NULL;
+    gi->node_values = NULL;
     gi->slots = NULL;
     gi->names = NULL;
     gi->cap_values = gi->cap_slots = 0;
@@ -470,20 +554,69 @@ static void unpack(graph_index *gi)
     gi->packed = false;
 }
 
-bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
+/* The index of `graph` in gi's own blocks, which it reuses (gi reset). */
+static bool build_blocks(graph_index *gi, Onnx__GraphProto *graph)
 {
-    graph_index_reset(gi);
-    gi->graph = graph;
     bool ok = reserve_values(gi, graph) && index_declarations(gi, graph) &&
               index_nodes(gi, graph);
     for (size_t n = 0; ok && n < graph->n_node; n++)
         ok = for_each_subgraph(graph->node[n], mark_subgraph_reads, gi);
-    ok = ok && copy_names(gi);
+    return ok && copy_names(gi);
+}
+
+bool graph_index_build(graph_index *gi, Onnx__GraphProto *graph)
+{
+    graph_index_reset(gi);
+    gi->graph = graph;
+    bool ok = build_blocks(gi, graph);
     if (!ok)
         graph_index_free(gi);
     else
         pack(gi);
     return ok;
+}
+
+bool graph_index_build_scratch(graph_index *scratch, Onnx__GraphProto *graph)
+{
+    graph_index_reset(scratch);
+    scratch->graph = graph;
+    if (build_blocks(scratch, graph))
+        return true;
+    graph_index_free(scratch);
+    return false;
+}
+
+size_t graph_index_packed_size(const graph_index *scratch)
+{
+    return packed_size(scratch);
+}
+
+void graph_index_take(graph_index *gi, graph_index *scratch, void *block)
+{
+    if (block) {
+        pack_into(scratch, gi, block);
+        gi->borrowed = true;
+    } else {
+        *gi = *scratch;
+        *scratch = (graph_index)GRAPH_INDEX_INIT;
+    }
+}
+
+bool graph_index_build_via(graph_index *gi, Onnx__GraphProto *graph, graph_index *scratch)
+{
+    if (gi->values && !gi->packed) /* a large index rebuilt in its own blocks */
+        return graph_index_build(gi, graph);
+    bool ok = graph_index_build_scratch(scratch, graph);
+    graph_index_free(gi);
+    if (!ok)
+        return false;
+    size_t size = packed_size(scratch);
+    char *block = size ? malloc(size) : NULL;
+    if (block)
+        pack_into(scratch, gi, block);
+    else /* large, or out of memory: gi takes the blocks */
+        graph_index_take(gi, scratch, NULL);
+    return true;
 }
 
 void graph_index_free(graph_index *gi)

@@ -19,21 +19,32 @@ static void put(char **at, const char *text, size_t len)
     *at += len;
 }
 
+static size_t align8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
 /* A scope with its path ("main", "main/If_25.then_branch") and, after the
  * path's terminating zero, its attribute name, both in text[] (copied, not
- * formatted: snprintf took a tenth of indexing 10,000 If branches). */
-static scope *scope_new(rnnstate_model *model, Onnx__GraphProto *graph, scope *parent,
-                        size_t parent_node, const char *attr_name, const char *node_label,
-                        bool in_loop)
+ * formatted: snprintf took a tenth of indexing 10,000 If branches), and the
+ * index of its graph, built in the tree's scratch index and, when small,
+ * copied into the same allocation after them. */
+static scope *scope_new(scope_tree *tree, rnnstate_model *model, Onnx__GraphProto *graph,
+                        scope *parent, size_t parent_node, const char *attr_name,
+                        const char *node_label, bool in_loop)
 {
     size_t attr_len = strlen(attr_name), label_len = strlen(node_label);
     size_t parent_len = parent ? strlen(parent->path) : 0;
     size_t path_len = parent ? parent_len + 1 + label_len + 1 + attr_len : 4;
-    scope *s = malloc(sizeof *s + path_len + 1 + attr_len + 1);
+    if (!graph_index_build_scratch(&tree->scratch, graph))
+        return NULL;
+    size_t head = align8(offsetof(scope, text) + path_len + 1 + attr_len + 1);
+    size_t packed = graph_index_packed_size(&tree->scratch);
+    scope *s = malloc(head + packed);
     if (!s)
         return NULL;
     *s = (scope){ .model = model, .graph = graph, .index = GRAPH_INDEX_INIT, .parent = parent,
-                  .parent_node = parent_node, .in_loop = in_loop };
+                  .parent_node = (uint32_t)parent_node, .in_loop = in_loop };
     char *at = s->path = s->text;
     if (parent) {
         put(&at, parent->path, parent_len);
@@ -45,13 +56,14 @@ static scope *scope_new(rnnstate_model *model, Onnx__GraphProto *graph, scope *p
         put(&at, "main", 4);
     }
     put(&at, "", 1);
-    s->attr_name = at;
     put(&at, attr_name, attr_len + 1);
-    if (!graph_index_build(&s->index, graph)) {
-        scope_free(s);
-        return NULL;
-    }
+    graph_index_take(&s->index, &tree->scratch, packed ? (char *)s + head : NULL);
     return s;
+}
+
+const char *scope_attr_name(const scope *sc)
+{
+    return sc->path + strlen(sc->path) + 1;
 }
 
 /* The scope's queue of changes, made at its first use; NULL when out of memory. */
@@ -93,20 +105,26 @@ static bool add_children(scope_tree *tree, scope *parent)
     Onnx__GraphProto *g = parent->graph;
     for (size_t n = 0; n < g->n_node; n++) {
         const Onnx__NodeProto *node = g->node[n];
-        const char *label = *str_or_empty(node->name) ? node->name : str_or_empty(node->op_type);
-        bool in_loop = parent->in_loop || is_loop_op(node);
+        const char *label = NULL; /* worked out at the node's first graph: most have none */
+        bool in_loop = false;
         for (size_t a = 0; a < node->n_attribute; a++) {
             const Onnx__AttributeProto *attr = node->attribute[a];
             const char *attr_name = str_or_empty(attr->name);
+            if (!attr->g && !attr->n_graphs)
+                continue;
+            if (!label) {
+                label = *str_or_empty(node->name) ? node->name : str_or_empty(node->op_type);
+                in_loop = parent->in_loop || is_loop_op(node);
+            }
             if (attr->g) {
-                scope *child =
-                    scope_new(parent->model, attr->g, parent, n, attr_name, label, in_loop);
+                scope *child = scope_new(tree, parent->model, attr->g, parent, n, attr_name,
+                                         label, in_loop);
                 if (!add_scope(tree, child) || !add_children(tree, child))
                     return false;
             }
             for (size_t i = 0; i < attr->n_graphs; i++) {
-                scope *child = scope_new(parent->model, attr->graphs[i], parent, n, attr_name,
-                                         label, in_loop);
+                scope *child = scope_new(tree, parent->model, attr->graphs[i], parent, n,
+                                         attr_name, label, in_loop);
                 if (!add_scope(tree, child) || !add_children(tree, child))
                     return false;
             }
@@ -117,8 +135,8 @@ static bool add_children(scope_tree *tree, scope *parent)
 
 bool scope_tree_build(scope_tree *tree, rnnstate_model *model)
 {
-    *tree = (scope_tree){ .by_graph = PTRMAP_INIT };
-    scope *root = scope_new(model, model->proto->graph, NULL, 0, "", "", false);
+    *tree = (scope_tree){ .by_graph = PTRMAP_INIT, .scratch = GRAPH_INDEX_INIT };
+    scope *root = scope_new(tree, model, model->proto->graph, NULL, 0, "", "", false);
     bool ok = add_scope(tree, root) && add_children(tree, root);
     if (!ok)
         scope_tree_free(tree);
@@ -160,13 +178,15 @@ void scope_tree_free(scope_tree *tree)
         scope_free(tree->scopes[i]);
     free(tree->scopes);
     ptrmap_free(&tree->by_graph);
-    *tree = (scope_tree){ .by_graph = PTRMAP_INIT };
+    graph_index_free(&tree->scratch);
+    *tree = (scope_tree){ .by_graph = PTRMAP_INIT, .scratch = GRAPH_INDEX_INIT };
 }
 
 bool scope_tree_reindex(scope_tree *tree)
 {
     for (size_t i = 0; i < tree->n; i++) {
-        if (!graph_index_build(&tree->scopes[i]->index, tree->scopes[i]->graph))
+        if (!graph_index_build_via(&tree->scopes[i]->index, tree->scopes[i]->graph,
+                                   &tree->scratch))
             return false;
         tree->scopes[i]->stale = false;
     }
@@ -236,16 +256,25 @@ static void branch_attrs(const Onnx__NodeProto *if_node, size_t count[2],
     }
 }
 
-bool if_branch_fault(const Onnx__NodeProto *if_node, const char **name, bool *repeated)
+bool if_branches(const Onnx__NodeProto *if_node, const Onnx__GraphProto *branch[2],
+                 const char **name, bool *repeated)
 {
     size_t count[2];
-    const Onnx__GraphProto *graph[2];
-    branch_attrs(if_node, count, graph, name);
+    branch_attrs(if_node, count, branch, name);
     *repeated = *name != NULL;
     for (int b = 0; !*name && b < 2; b++)
-        if (!graph[b])
+        if (!branch[b])
             *name = if_branch_attr[b];
+    for (int b = 0; b < 2; b++)
+        if (count[b] != 1)
+            branch[b] = NULL;
     return *name != NULL;
+}
+
+bool if_branch_fault(const Onnx__NodeProto *if_node, const char **name, bool *repeated)
+{
+    const Onnx__GraphProto *branch[2];
+    return if_branches(if_node, branch, name, repeated);
 }
 
 const Onnx__GraphProto *if_branch(const Onnx__NodeProto *if_node, int which)
@@ -265,17 +294,17 @@ scope *scope_if_branch(const scope_tree *tree, const Onnx__NodeProto *if_node, i
 
 const Onnx__NodeProto *scope_if_node(const scope *sc)
 {
-    if (!sc->parent || branch_which(sc->attr_name) < 0)
+    int which = sc->parent ? branch_which(scope_attr_name(sc)) : -1;
+    if (which < 0)
         return NULL;
     const Onnx__NodeProto *node = sc->parent->graph->node[sc->parent_node];
-    return node_is_if(node) && if_branch(node, branch_which(sc->attr_name)) == sc->graph ? node
-                                                                                        : NULL;
+    return node_is_if(node) && if_branch(node, which) == sc->graph ? node : NULL;
 }
 
 scope *scope_if_sibling(const scope_tree *tree, const scope *sc)
 {
     const Onnx__NodeProto *node = scope_if_node(sc);
-    return node ? scope_if_branch(tree, node, 1 - branch_which(sc->attr_name)) : NULL;
+    return node ? scope_if_branch(tree, node, 1 - branch_which(scope_attr_name(sc))) : NULL;
 }
 
 const value_entry *scope_lookup(const scope *s, const char *name, const scope **owner)

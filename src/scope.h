@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "graph_index.h"
 #include "util/ptrmap.h"
@@ -49,13 +50,15 @@ typedef struct scope {
     Onnx__GraphProto *graph;
     graph_index index;
     struct scope *parent;   /* NULL for the main graph */
-    size_t parent_node;     /* the If/Loop/Scan node in the parent holding this graph */
     char *path;             /* "main", "main/If_25.then_branch", ... (in text[]) */
-    char *attr_name;        /* "then_branch", "else_branch", "body", ... (in text[]) */
+    scope_edits *edits;     /* NULL until a change is queued */
+    uint32_t parent_node;   /* the If/Loop/Scan node in the parent holding this graph */
     bool in_loop;           /* this graph or an enclosing one is a Loop/Scan body */
     bool stale;             /* the graph changed since its index was built */
-    scope_edits *edits;     /* NULL until a change is queued */
-    char text[];            /* path and attr_name: one allocation a scope */
+    /* The path, then the attribute name (scope_attr_name()), then, 8-aligned,
+     * the index's one block when the graph is small: one allocation a scope
+     * (an If branch of one node: about 400 bytes with its index). */
+    char text[];
 } scope;
 
 typedef struct scope_tree {
@@ -68,6 +71,9 @@ typedef struct scope_tree {
      * spares a large graph an index nobody reads (see passes.h). Set by a
      * pass, or by scope_mark_changed(); a scope marked stale implies it. */
     bool stale;
+    /* Where small indices are built before they are packed into one block
+     * each (graph_index_build_via()); its blocks serve every build. */
+    graph_index scratch;
 } scope_tree;
 
 bool scope_tree_build(scope_tree *tree, struct rnnstate_model *model);
@@ -87,6 +93,10 @@ void scope_mark_changed(scope_tree *tree, scope *sc);
 /* Rebuilds the index of `sc` if it is marked stale; false when out of
  * memory. The tree stays stale. */
 bool scope_refresh(scope *sc);
+
+/* The name of the attribute holding the scope's graph ("then_branch",
+ * "else_branch", "body", ...; "" for the main graph). */
+const char *scope_attr_name(const scope *sc);
 
 /* The scope holding a subgraph, or NULL. O(1). */
 scope *scope_of_graph(const scope_tree *tree, const Onnx__GraphProto *graph);
@@ -108,6 +118,11 @@ bool node_is_if(const Onnx__NodeProto *node);
  * first branch attribute (in attribute order) found twice, and `*repeated`
  * is true; else the first branch without a graph, `*repeated` false. */
 bool if_branch_fault(const Onnx__NodeProto *if_node, const char **name, bool *repeated);
+
+/* Both at once, in one walk of the attributes: what if_branch_fault()
+ * answers, and branch[which] what if_branch() gives. */
+bool if_branches(const Onnx__NodeProto *if_node, const Onnx__GraphProto *branch[2],
+                 const char **name, bool *repeated);
 
 /* The graph of branch `which` of an If, or NULL when it breaks the policy. */
 const Onnx__GraphProto *if_branch(const Onnx__NodeProto *if_node, int which);

@@ -17,14 +17,14 @@ static size_t slot_of(const void *key, size_t cap)
 
 void ptrmap_free(ptrmap *m)
 {
-    free(m->slots);
+    free(m->keys); /* the values share its block */
     *m = (ptrmap)PTRMAP_INIT;
 }
 
 static size_t find(const ptrmap *m, const void *key)
 {
     size_t i = slot_of(key, m->cap);
-    while (m->slots[i].key && m->slots[i].key != key)
+    while (m->keys[i] && m->keys[i] != key)
         i = (i + 1) & (m->cap - 1);
     return i;
 }
@@ -32,26 +32,32 @@ static size_t find(const ptrmap *m, const void *key)
 static bool grow(ptrmap *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 8;
-    if (cap > SIZE_MAX / sizeof(ptrmap_slot))
+    if (cap > SIZE_MAX / (sizeof *m->keys + sizeof *m->vals))
         return false;
-    ptrmap bigger = { calloc(cap, sizeof(ptrmap_slot)), cap, m->count };
-    if (!bigger.slots)
+    const void **keys = calloc(cap, sizeof *m->keys + sizeof *m->vals);
+    if (!keys)
         return false;
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].key)
-            bigger.slots[find(&bigger, m->slots[i].key)] = m->slots[i];
-    free(m->slots);
+    ptrmap bigger = { keys, (uint32_t *)(keys + cap), cap, m->count };
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->keys[i]) {
+            size_t j = find(&bigger, m->keys[i]);
+            bigger.keys[j] = m->keys[i];
+            bigger.vals[j] = m->vals[i];
+        }
+    }
+    free(m->keys);
     *m = bigger;
     return true;
 }
 
 bool ptrmap_put(ptrmap *m, const void *key, size_t val)
 {
-    if ((m->count + 1) * 2 > m->cap && !grow(m))
+    if (val > UINT32_MAX || ((m->count + 1) * 4 > m->cap * 3 && !grow(m)))
         return false;
     size_t i = find(m, key);
-    m->count += !m->slots[i].key;
-    m->slots[i] = (ptrmap_slot){ key, val };
+    m->count += !m->keys[i];
+    m->keys[i] = key;
+    m->vals[i] = (uint32_t)val;
     return true;
 }
 
@@ -60,9 +66,9 @@ bool ptrmap_get(const ptrmap *m, const void *key, size_t *val)
     if (!m->cap)
         return false;
     size_t i = find(m, key);
-    if (!m->slots[i].key)
+    if (!m->keys[i])
         return false;
-    *val = m->slots[i].val;
+    *val = m->vals[i];
     return true;
 }
 
@@ -73,17 +79,18 @@ void ptrmap_remove(ptrmap *m, const void *key)
     if (!m->cap)
         return;
     size_t mask = m->cap - 1, hole = find(m, key);
-    if (!m->slots[hole].key)
+    if (!m->keys[hole])
         return;
-    m->slots[hole].key = NULL;
+    m->keys[hole] = NULL;
     m->count--;
-    for (size_t i = (hole + 1) & mask; m->slots[i].key; i = (i + 1) & mask) {
-        size_t home = slot_of(m->slots[i].key, m->cap);
+    for (size_t i = (hole + 1) & mask; m->keys[i]; i = (i + 1) & mask) {
+        size_t home = slot_of(m->keys[i], m->cap);
         /* move it when its home is not in (hole, i] cyclically */
         bool stays = hole <= i ? (hole < home && home <= i) : (hole < home || home <= i);
         if (!stays) {
-            m->slots[hole] = m->slots[i];
-            m->slots[i].key = NULL;
+            m->keys[hole] = m->keys[i];
+            m->vals[hole] = m->vals[i];
+            m->keys[i] = NULL;
             hole = i;
         }
     }

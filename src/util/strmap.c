@@ -12,10 +12,20 @@
 
 /* ---- the keyed hash ------------------------------------------------------ */
 
-/* A seed and two secrets, drawn once per process. */
-static uint64_t hash_key[3];
+/* A seed and two secrets, drawn once per process, and the state every
+ * hash starts from (worked out once from them, not at every call). */
+static uint64_t hash_key[4];
 static pthread_once_t hash_key_once = PTHREAD_ONCE_INIT;
 static atomic_bool hash_key_ready; /* spares pthread_once() on every hash */
+
+__extension__ typedef unsigned __int128 hash_u128;
+
+/* The folded multiply: both halves of the 128-bit product, xored. */
+static uint64_t fold_mul(uint64_t a, uint64_t b)
+{
+    hash_u128 r = (hash_u128)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
 
 /* getrandom() has no failure mode worth stopping for on Linux >= 3.17: a
  * request of up to 256 bytes is never short and, once the kernel's pool is
@@ -33,6 +43,7 @@ static void draw_hash_key(void)
         hash_key[1] ^= (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&got;
         hash_key[2] ^= (uint64_t)ts.tv_nsec * 0xc2b2ae3d27d4eb4fULL ^ (uint64_t)(uintptr_t)&got;
     }
+    hash_key[3] = hash_key[0] ^ fold_mul(hash_key[0] ^ hash_key[1], hash_key[2]);
     atomic_store_explicit(&hash_key_ready, true, memory_order_release);
 }
 
@@ -52,15 +63,6 @@ static uint64_t read32(const unsigned char *p)
     return v;
 }
 
-__extension__ typedef unsigned __int128 hash_u128;
-
-/* The folded multiply: both halves of the 128-bit product, xored. */
-static uint64_t fold_mul(uint64_t a, uint64_t b)
-{
-    hash_u128 r = (hash_u128)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
 /* wyhash's construction (as Go's runtime and Zig's hash maps use it, under a
  * per-process random seed): 16 bytes per folded multiply, each word xored
  * with a secret first, so that an input cannot aim at a zero product without
@@ -73,8 +75,8 @@ uint64_t strmap_hash(const void *data, size_t len)
     if (!atomic_load_explicit(&hash_key_ready, memory_order_acquire))
         pthread_once(&hash_key_once, draw_hash_key);
     const unsigned char *p = data;
-    const uint64_t s1 = hash_key[1], s2 = hash_key[2];
-    uint64_t h = hash_key[0] ^ fold_mul(hash_key[0] ^ s1, s2);
+    const uint64_t s1 = hash_key[1];
+    uint64_t h = hash_key[3];
     uint64_t a, b;
     if (len <= 16) {
         if (len >= 4) {

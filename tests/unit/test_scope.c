@@ -79,7 +79,7 @@ static void test_tree_in_pre_order(void **state)
     assert_null(main->parent);
     assert_ptr_equal(then->parent, main);
     assert_int_equal(then->parent_node, 1);
-    assert_string_equal(then->attr_name, "then_branch");
+    assert_string_equal(scope_attr_name(then), "then_branch");
     assert_ptr_equal(body->parent, then);
     assert_int_equal(body->parent_node, 1);
     assert_ptr_equal(scope_of_graph(&f->tree, body->graph), body);
@@ -263,7 +263,7 @@ static const char *duplicate_kind(const char *extra)
         mb_input(m, "X", MB_FLOAT, "2");
     graph_index gi = GRAPH_INDEX_INIT;
     assert_true(graph_index_build(&gi, m->graph));
-    const char *kind = gi.duplicate_kind;
+    const char *kind = graph_index_duplicate_kind(&gi);
     if (kind)
         assert_non_null(gi.duplicate);
     graph_index_free(&gi);
