@@ -399,6 +399,8 @@ void plan_list_free(plan_list *list)
         free(list->plans[i].rs.batch_size);
         free(list->plans[i].rs.one);
         free(list->plans[i].rs.zero);
+        for (int s = 0; s < RECURRENT_MAX_SLOTS; s++)
+            state_source_clear(&list->plans[i].slots[s].source);
     }
     free(list->plans);
     list->plans = NULL;
