@@ -146,22 +146,23 @@ static bool taken(const name_registry *reg, const char *name)
 
 /* The suffix to try next is remembered per base name, so that many nodes
  * asking for one base (a template without {k}) take linear time, not
- * quadratic. */
+ * quadratic. A base that was free needs no entry: its next try is _1, as
+ * for a base never asked for. */
 char *name_registry_unique(name_registry *reg, const char *base)
 {
     if (!fill(reg))
         return NULL;
-    size_t cap = strlen(base) + 24;
+    size_t len = strlen(base), cap = len + 24;
     char *name = malloc(cap);
     if (!name)
         return NULL;
-    snprintf(name, cap, "%s", base);
-    int k = strmap_get(&reg->next_suffix, base);
-    if (k < 1)
-        k = 1;
+    memcpy(name, base, len + 1);
+    int was = strmap_get(&reg->next_suffix, base);
+    int k = was < 1 ? 1 : was;
     while (taken(reg, name) && k < INT_MAX)
         snprintf(name, cap, "%s_%d", base, k++);
-    if (!register_name(reg, name) || !strmap_put(&reg->next_suffix, base, k)) {
+    if (!register_name(reg, name) ||
+        (k != (was < 1 ? 1 : was) && !strmap_put(&reg->next_suffix, base, k))) {
         free(name);
         return NULL;
     }

@@ -12,6 +12,10 @@
 #include "util/strbuf.h"
 #include "model/tensor_util.h"
 
+/* A fixed word appended without measuring it: the reports and the metadata
+ * append a dozen per state pair, tens of thousands in a chained model. */
+#define SB_LIT(sb, lit) sb_add((sb), "" lit, sizeof(lit) - 1)
+
 static void string_list_free(size_t n, const char *const *items)
 {
     for (size_t i = 0; i < n; i++)
@@ -191,14 +195,26 @@ void report_add_pair(report_builder *rb, const char *input, const char *output,
                      bool optional, bool added, rnnstate_pair_kind kind)
 {
     rnnstate_report *r = rb->report;
-    strbuf key = STRBUF_INIT;
-    sb_adds(&key, input);
-    sb_add(&key, "\x1f", 1);
-    sb_adds(&key, output);
-    bool seen = strmap_get(&rb->pair_keys, key.buf) >= 0;
-    if (!seen && (key.oom || !strmap_put(&rb->pair_keys, key.buf, 1)))
+    /* the key "input\x1foutput", on the stack when it fits; looked up and
+     * stored in one probe (the pair's index is stored: an older index means
+     * the pair is there already) */
+    size_t n_in = strlen(input), n_out = strlen(output), len = n_in + 1 + n_out;
+    char local[256];
+    char *key = len < sizeof local ? local : malloc(len + 1);
+    if (!key) {
         rb->oom = true;
-    sb_release(&key);
+        return;
+    }
+    memcpy(key, input, n_in);
+    key[n_in] = '\x1f';
+    memcpy(key + n_in + 1, output, n_out + 1);
+    int fresh = (int)r->n_pairs;
+    int at = strmap_intern_hashed(&rb->pair_keys, key, len, strmap_key_hash(key, len), fresh);
+    if (key != local)
+        free(key);
+    bool seen = at >= 0 && at != fresh;
+    if (at < 0)
+        rb->oom = true;
     if (seen || rb->oom)
         return;
     rnnstate_state_pair *grown = owned_array_grow((void *)r->pairs, r->n_pairs, sizeof *grown);
@@ -359,7 +375,7 @@ static void add_int(strbuf *sb, long long v)
  * unknown dimension is ? or null. */
 static void add_shape(strbuf *sb, const rnnstate_state_pair *p, bool json)
 {
-    sb_adds(sb, "[");
+    SB_LIT(sb, "[");
     for (size_t d = 0; d < p->rank; d++) {
         if (d)
             sb_adds(sb, json ? ", " : ",");
@@ -372,16 +388,16 @@ static void add_shape(strbuf *sb, const rnnstate_state_pair *p, bool json)
         else
             sb_adds(sb, json ? "null" : "?");
     }
-    sb_adds(sb, "]");
+    SB_LIT(sb, "]");
 }
 
 static void add_names_text(strbuf *sb, const char *what, size_t n, const char *const *names)
 {
     if (!n)
         return;
-    sb_adds(sb, "; ");
+    SB_LIT(sb, "; ");
     sb_adds(sb, what);
-    sb_adds(sb, " ");
+    SB_LIT(sb, " ");
     for (size_t i = 0; i < n; i++) {
         sb_adds(sb, i ? ", " : "");
         sb_add_escaped(sb, names[i]);
@@ -405,7 +421,7 @@ static void add_line_text(strbuf *sb, const char *label, const char *before, con
     sb_add_escaped(sb, label);
     sb_adds(sb, before);
     sb_add_escaped(sb, text);
-    sb_adds(sb, "\n");
+    SB_LIT(sb, "\n");
 }
 
 static void add_node_text(strbuf *sb, const rnnstate_node_report *n, const char *label,
@@ -416,13 +432,13 @@ static void add_node_text(strbuf *sb, const rnnstate_node_report *n, const char 
     add_escaped_between(sb, 4, values, after);
     sb_adds(sb, status_word(n->status));
     if (n->reason) {
-        sb_adds(sb, " (");
+        SB_LIT(sb, " (");
         sb_add_escaped(sb, n->reason);
-        sb_adds(sb, ")");
+        SB_LIT(sb, ")");
     }
     add_names_text(sb, "inputs added", n->n_inputs_added, n->inputs_added);
     add_names_text(sb, "outputs added", n->n_outputs_added, n->outputs_added);
-    sb_adds(sb, "\n");
+    SB_LIT(sb, "\n");
     for (size_t w = 0; w < n->n_warnings; w++)
         add_line_text(sb, label, ":   warning: ", n->warnings[w]);
     for (size_t d = 0; verbose && d < n->n_decisions; d++)
@@ -435,7 +451,7 @@ static void add_pair_text(strbuf *sb, const rnnstate_state_pair *p, const char *
     const char *const after[] = { ": state ", " -> ", " " };
     add_escaped_between(sb, 3, values, after);
     add_shape(sb, p, false);
-    sb_adds(sb, " ");
+    SB_LIT(sb, " ");
     sb_adds(sb, p->dtype);
     sb_adds(sb, p->optional ? ", optional" : ", required");
     sb_adds(sb, p->added ? "" : ", already in the model");
@@ -445,7 +461,7 @@ static void add_pair_text(strbuf *sb, const rnnstate_state_pair *p, const char *
 static void add_time_axis_text(strbuf *sb, const rnnstate_time_axis *t, const char *label)
 {
     sb_add_escaped(sb, label);
-    sb_adds(sb, ": time axis ");
+    SB_LIT(sb, ": time axis ");
     sb_add_escaped(sb, t->input);
     sb_addf(sb, ":%zu (the sequence axis of the recurrent nodes)\n", t->axis);
 }
@@ -468,15 +484,15 @@ static void add_stream_text(strbuf *sb, const rnnstate_report *r, const char *la
                         "%zu frames, every state pair fed back, give the whole-sequence outputs\n",
                     r->chunk_multiple);
         else
-            sb_adds(sb, ": stream: exact: chunks of any length, every state pair fed back, give the "
+            SB_LIT(sb, ": stream: exact: chunks of any length, every state pair fed back, give the "
                         "whole-sequence outputs\n");
         break;
     case RNNSTATE_STREAM_NONE:
-        sb_adds(sb, ": stream: none: feeding the state pairs back will NOT reproduce the "
+        SB_LIT(sb, ": stream: none: feeding the state pairs back will NOT reproduce the "
                     "whole-sequence outputs\n");
         break;
     default:
-        sb_adds(sb, ": stream: unknown: the analysis cannot tell whether feeding the state pairs "
+        SB_LIT(sb, ": stream: unknown: the analysis cannot tell whether feeding the state pairs "
                     "back reproduces the whole-sequence outputs\n");
         break;
     }
@@ -560,13 +576,13 @@ bool rnnstate_report_write_text(const rnnstate_report *report, const char *label
 
 static void add_json_names(strbuf *sb, size_t n, const char *const *names)
 {
-    sb_adds(sb, "[");
+    SB_LIT(sb, "[");
     for (size_t i = 0; i < n; i++) {
         if (i)
-            sb_adds(sb, ", ");
+            SB_LIT(sb, ", ");
         sb_add_json_string(sb, names[i]);
     }
-    sb_adds(sb, "]");
+    SB_LIT(sb, "]");
 }
 
 static void add_json_node(strbuf *sb, const rnnstate_node_report *n)
@@ -584,61 +600,61 @@ static void add_json_node(strbuf *sb, const rnnstate_node_report *n)
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
         sb_adds(sb, i ? ", \"" : "{\"");
         sb_adds(sb, strings[i].key);
-        sb_adds(sb, "\": ");
+        SB_LIT(sb, "\": ");
         sb_add_json_string(sb, strings[i].value);
     }
-    sb_adds(sb, ", \"status\": \"");
+    SB_LIT(sb, ", \"status\": \"");
     sb_adds(sb, status_word(n->status));
-    sb_adds(sb, "\", \"reason\": ");
+    SB_LIT(sb, "\", \"reason\": ");
     sb_add_json_string(sb, n->reason);
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-        sb_adds(sb, ", \"");
+        SB_LIT(sb, ", \"");
         sb_adds(sb, lists[i].key);
-        sb_adds(sb, "\": ");
+        SB_LIT(sb, "\": ");
         add_json_names(sb, lists[i].n, lists[i].names);
     }
-    sb_adds(sb, ", \"fixed_sequence_length\": ");
+    SB_LIT(sb, ", \"fixed_sequence_length\": ");
     if (n->fixed_sequence_length >= 0)
         add_int(sb, (long long)n->fixed_sequence_length);
     else
-        sb_adds(sb, "null");
-    sb_adds(sb, "}");
+        SB_LIT(sb, "null");
+    SB_LIT(sb, "}");
 }
 
 void report_pair_json(strbuf *sb, const rnnstate_state_pair *p, bool with_added)
 {
-    sb_adds(sb, "{\"input\": ");
+    SB_LIT(sb, "{\"input\": ");
     sb_add_json_string(sb, p->input);
-    sb_adds(sb, ", \"output\": ");
+    SB_LIT(sb, ", \"output\": ");
     sb_add_json_string(sb, p->output);
-    sb_adds(sb, ", \"shape\": ");
+    SB_LIT(sb, ", \"shape\": ");
     add_shape(sb, p, true);
-    sb_adds(sb, ", \"dtype\": \"");
+    SB_LIT(sb, ", \"dtype\": \"");
     sb_adds(sb, p->dtype);
-    sb_adds(sb, "\", \"batch_axis\": ");
+    SB_LIT(sb, "\", \"batch_axis\": ");
     if (p->batch_axis >= 0)
         add_int(sb, p->batch_axis);
     else
-        sb_adds(sb, "null");
+        SB_LIT(sb, "null");
     sb_adds(sb, p->optional ? ", \"optional\": true" : ", \"optional\": false");
     sb_adds(sb, p->kind == RNNSTATE_PAIR_CONTEXT ? ", \"kind\": \"context\""
                                                  : ", \"kind\": \"recurrent\"");
     if (with_added)
         sb_adds(sb, p->added ? ", \"added\": true" : ", \"added\": false");
-    sb_adds(sb, "}");
+    SB_LIT(sb, "}");
 }
 
 void report_time_axes_json(strbuf *sb, const rnnstate_report *r)
 {
-    sb_adds(sb, "[");
+    SB_LIT(sb, "[");
     for (size_t i = 0; r && i < r->n_time_axes; i++) {
         sb_adds(sb, i ? ", {\"input\": " : "{\"input\": ");
         sb_add_json_string(sb, r->time_axes[i].input);
-        sb_adds(sb, ", \"axis\": ");
+        SB_LIT(sb, ", \"axis\": ");
         add_int(sb, (long long)r->time_axes[i].axis);
-        sb_adds(sb, "}");
+        SB_LIT(sb, "}");
     }
-    sb_adds(sb, "]");
+    SB_LIT(sb, "]");
 }
 
 static const char *verdict_word(rnnstate_stream_verdict v)
@@ -655,7 +671,7 @@ void report_stream_json(strbuf *sb, const rnnstate_report *r)
 {
     const char *verdict = r ? verdict_word(r->stream_verdict) : NULL;
     if (!verdict) {
-        sb_adds(sb, "null");
+        SB_LIT(sb, "null");
         return;
     }
     sb_addf(sb, "{\"verdict\": \"%s\", \"chunk_multiple\": %zu, \"blockers\": [", verdict,
@@ -664,47 +680,47 @@ void report_stream_json(strbuf *sb, const rnnstate_report *r)
         const rnnstate_stream_blocker *b = &r->blockers[i];
         sb_adds(sb, i ? ", {\"graph\": " : "{\"graph\": ");
         sb_add_json_string(sb, b->graph);
-        sb_adds(sb, ", \"op\": ");
+        SB_LIT(sb, ", \"op\": ");
         sb_add_json_string(sb, b->op);
-        sb_adds(sb, ", \"name\": ");
+        SB_LIT(sb, ", \"name\": ");
         sb_add_json_string(sb, b->name);
-        sb_adds(sb, ", \"reason\": ");
+        SB_LIT(sb, ", \"reason\": ");
         sb_add_json_string(sb, b->reason);
-        sb_adds(sb, "}");
+        SB_LIT(sb, "}");
     }
-    sb_adds(sb, "]}");
+    SB_LIT(sb, "]}");
 }
 
 static void add_json_model(strbuf *sb, const rnnstate_model_result *m)
 {
     const rnnstate_report *r = m->report;
     const char *status = r ? model_status_word(r) : "error";
-    sb_adds(sb, "    {\"input\": ");
+    SB_LIT(sb, "    {\"input\": ");
     sb_add_json_string(sb, m->input);
-    sb_adds(sb, ", \"output\": ");
+    SB_LIT(sb, ", \"output\": ");
     sb_add_json_string(sb, m->output);
     sb_addf(sb, ", \"status\": \"%s\", \"error\": ", status);
     sb_add_json_string(sb, m->error);
-    sb_adds(sb, ",\n     \"nodes\": [");
+    SB_LIT(sb, ",\n     \"nodes\": [");
     for (size_t i = 0; r && i < r->n_nodes; i++) {
         sb_adds(sb, i ? ",\n       " : "\n       ");
         add_json_node(sb, &r->nodes[i]);
     }
-    sb_adds(sb, "],\n     \"state\": [");
+    SB_LIT(sb, "],\n     \"state\": [");
     for (size_t i = 0; r && i < r->n_pairs; i++) {
         sb_adds(sb, i ? ",\n       " : "\n       ");
         report_pair_json(sb, &r->pairs[i], true);
     }
-    sb_adds(sb, "],\n     \"time_axes\": ");
+    SB_LIT(sb, "],\n     \"time_axes\": ");
     report_time_axes_json(sb, r);
-    sb_adds(sb, ",\n     \"stream\": ");
+    SB_LIT(sb, ",\n     \"stream\": ");
     report_stream_json(sb, r);
-    sb_adds(sb, ",\n     \"notes\": ");
+    SB_LIT(sb, ",\n     \"notes\": ");
     if (r)
         add_json_names(sb, r->n_notes, r->notes);
     else
-        sb_adds(sb, "[]");
-    sb_adds(sb, "}");
+        SB_LIT(sb, "[]");
+    SB_LIT(sb, "}");
 }
 
 /* Writes what sb holds to the stream's file (and flushes it, with `flush`),
@@ -754,7 +770,7 @@ static void json_add(rnnstate_json_stream *s, const rnnstate_model_result *resul
         return; /* nothing more is written: the counts are all that is kept */
     strbuf sb = STRBUF_INIT;
     if (!first)
-        sb_adds(&sb, ",\n");
+        SB_LIT(&sb, ",\n");
     add_json_model(&sb, result);
     if (sb.oom) {
         /* out of memory: the entry goes out through a fixed buffer instead,
@@ -763,7 +779,7 @@ static void json_add(rnnstate_json_stream *s, const rnnstate_model_result *resul
         sb_release(&sb);
         sb_init_sink(&sb, buf, sizeof buf, s->out);
         if (!first)
-            sb_adds(&sb, ",\n");
+            SB_LIT(&sb, ",\n");
         add_json_model(&sb, result);
         if (!s->error && !sb_sink_flush(&sb))
             s->error = errno;

@@ -45,27 +45,44 @@ void ctx_free(rewrite_ctx *ctx)
     report_builder_discard(&ctx->report);
 }
 
+/* The literal text between placeholders is copied a run at a time, and {k}
+ * written without printf: the state pass expands the template twice per
+ * state pair, tens of thousands of times in a chained model. */
 char *expand_name_template(const char *tmpl, const char *op, int k, const char *node_name,
                            const char *slot)
 {
     strbuf sb = STRBUF_INIT;
-    char number[16];
-    snprintf(number, sizeof number, "%d", k);
-    for (const char *p = tmpl ? tmpl : RNNSTATE_DEFAULT_NAME_TEMPLATE; *p; p++) {
+    char digits[16];
+    size_t at = sizeof digits;
+    unsigned u = k < 0 ? 0u - (unsigned)k : (unsigned)k;
+    do {
+        digits[--at] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (k < 0)
+        digits[--at] = '-';
+    const char *p = tmpl ? tmpl : RNNSTATE_DEFAULT_NAME_TEMPLATE;
+    while (*p) {
+        const char *run = p;
+        while (*p && *p != '{')
+            p++;
+        sb_add(&sb, run, (size_t)(p - run));
+        if (!*p)
+            break;
         if (!strncmp(p, "{op}", 4)) {
             sb_adds(&sb, op);
-            p += 3;
+            p += 4;
         } else if (!strncmp(p, "{k}", 3)) {
-            sb_adds(&sb, number);
-            p += 2;
+            sb_add(&sb, digits + at, sizeof digits - at);
+            p += 3;
         } else if (!strncmp(p, "{name}", 6)) {
             sb_adds(&sb, node_name);
-            p += 5;
+            p += 6;
         } else if (!strncmp(p, "{slot}", 6)) {
             sb_adds(&sb, slot);
-            p += 5;
+            p += 6;
         } else {
-            sb_add(&sb, p, 1);
+            sb_add(&sb, p++, 1);
         }
     }
     if (sb.oom) {

@@ -252,6 +252,30 @@ static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan 
     return skip;
 }
 
+/* rs->prefix = "{op}_{k}", cut to its size as snprintf() would cut it;
+ * written without printf (one per recurrent node). */
+static void set_prefix(recurrent_shape *rs, const char *op, int k)
+{
+    char digits[16];
+    size_t at = sizeof digits;
+    unsigned u = k < 0 ? 0u - (unsigned)k : (unsigned)k;
+    do {
+        digits[--at] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (k < 0)
+        digits[--at] = '-';
+    size_t room = sizeof rs->prefix - 1, n = strlen(op);
+    n = n < room ? n : room;
+    memcpy(rs->prefix, op, n);
+    if (n < room)
+        rs->prefix[n++] = '_';
+    size_t m = sizeof digits - at;
+    m = m < room - n ? m : room - n;
+    memcpy(rs->prefix + n, digits + at, m);
+    rs->prefix[n + m] = '\0';
+}
+
 static rnnstate_status plan_node(rewrite_ctx *ctx, const elem_types *types, scope *sc,
                                  size_t index, const recurrent_op *op, int k, node_plan *p)
 {
@@ -262,7 +286,7 @@ static rnnstate_status plan_node(rewrite_ctx *ctx, const elem_types *types, scop
     p->rs.node = sc->graph->node[index];
     p->rs.node_index = index;
     p->rs.k = k;
-    snprintf(p->rs.prefix, sizeof p->rs.prefix, "%s_%d", op->name, k);
+    set_prefix(&p->rs, op->name, k);
     p->report_node = report_add_node(&ctx->report, sc->path, op->name,
                                      str_or_empty(p->rs.node->name));
     const char *skip = analyse(ctx, types, p, reason, sizeof reason);
@@ -375,6 +399,8 @@ void plan_list_free(plan_list *list)
         free(list->plans[i].rs.batch_size);
         free(list->plans[i].rs.one);
         free(list->plans[i].rs.zero);
+        for (int s = 0; s < RECURRENT_MAX_SLOTS; s++)
+            state_source_clear(&list->plans[i].slots[s].source);
     }
     free(list->plans);
     list->plans = NULL;
@@ -383,8 +409,14 @@ void plan_list_free(plan_list *list)
 
 char *slot_name(rewrite_ctx *ctx, const recurrent_shape *rs, const char *what, int slot)
 {
-    char label[16];
-    snprintf(label, sizeof label, "%s_%s", what, slot_letter[slot]);
+    /* "initial_h", "Y_c": joined without printf (twice per state pair) */
+    char label[32];
+    size_t n = strlen(what), m = strlen(slot_letter[slot]);
+    if (n + m + 2 > sizeof label)
+        return NULL;
+    memcpy(label, what, n);
+    label[n] = '_';
+    memcpy(label + n + 1, slot_letter[slot], m + 1);
     char *base = expand_name_template(ctx->options.name_template, rs->op->name, rs->k,
                                       str_or_empty(rs->node->name), label);
     char *name = base ? name_registry_unique(&ctx->names, base) : NULL;

@@ -45,7 +45,13 @@ static bool trace_node(rewrite_ctx *ctx, const scope *s, const Onnx__NodeProto *
     char *label = NULL; /* only an untraced node is named, in the note */
     if (!input) {
         strbuf sb = STRBUF_INIT;
-        sb_addf(&sb, "%s '%s' in %s", op->name, str_or_empty(node->name), s->path);
+        /* "{op} '{name}' in {graph}", without printf: in a long chain most
+         * nodes are past the trace's depth bound, so nearly every one has a label */
+        sb_adds(&sb, op->name);
+        sb_add(&sb, " '", 2);
+        sb_adds(&sb, str_or_empty(node->name));
+        sb_add(&sb, "' in ", 5);
+        sb_adds(&sb, s->path);
         if (sb.oom)
             sb_release(&sb);
         else

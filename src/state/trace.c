@@ -88,9 +88,11 @@ static void path_push(trace_path *path, const Onnx__NodeProto *node)
         path->nodes[path->n++] = node;
 }
 
-static void path_describe(const trace_path *path, char *out, size_t size)
+/* out->chain: the path's ops, source first, cut at 255 bytes. */
+static void path_describe(const trace_path *path, state_source *src)
 {
-    size_t used = 0;
+    char out[256];
+    size_t size = sizeof out, used = 0;
     out[0] = '\0';
     for (int i = path->n - 1; i >= 0 && used < size; i--) {
         int w = snprintf(out + used, size - used, "%s%s '%s'", i == path->n - 1 ? "" : " -> ",
@@ -100,6 +102,15 @@ static void path_describe(const trace_path *path, char *out, size_t size)
             break;
         used += (size_t)w;
     }
+    free(src->chain);
+    src->chain = strdup(out);
+    src->oom |= !src->chain;
+}
+
+void state_source_clear(state_source *s)
+{
+    free(s->chain);
+    s->chain = NULL;
 }
 
 /* The row a Gather on axis 0 reads with a constant non-negative scalar (or
@@ -412,7 +423,7 @@ static bool classify_expand(const scope *s, const Onnx__NodeProto *p, state_sour
     const Onnx__NodeProto *src = value_producer(s, str_or_empty(p->input[0]), NULL);
     if (src)
         path_push(&path, src);
-    path_describe(&path, out->chain, sizeof out->chain);
+    path_describe(&path, out);
     out->kind = SOURCE_CONSTANT;
     out->via_expand = true;
     out->node = p;
@@ -442,7 +453,7 @@ static bool classify_constant(const scope *s, const char *value, state_source *o
         out->elem_type = m->u.elem_type;
         memcpy(out->fill, m->u.bytes, m->u.size);
         uniform_path(m, &path);
-        path_describe(&path, out->chain, sizeof out->chain);
+        path_describe(&path, out);
         return true;
     }
     const Onnx__NodeProto *blocker = m->blocker ? m->blocker : p;
@@ -455,7 +466,7 @@ static bool classify_constant(const scope *s, const char *value, state_source *o
         out->pattern = t;
         path.n = 0;
         path_push(&path, p);
-        path_describe(&path, out->chain, sizeof out->chain);
+        path_describe(&path, out);
         return true;
     }
     out->node = blocker;
@@ -490,12 +501,12 @@ bool trace_initial_state(const scope_tree *tree, const scope *s, const char *val
     if (input) {
         out->kind = SOURCE_VIEW_OF_INPUT;
         out->input = input;
-        path_describe(&path, out->chain, sizeof out->chain);
-        return true;
+        path_describe(&path, out);
+        return !out->oom;
     }
     if (!classify_constant(s, value, out))
         out->kind = SOURCE_DATA_DEPENDENT;
-    return true;
+    return !out->oom;
 }
 
 /* ---- final state ------------------------------------------------------- */

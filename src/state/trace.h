@@ -45,8 +45,14 @@ typedef struct state_source {
     int32_t elem_type;              /* CONSTANT: element type of the value */
     unsigned char fill[16];         /* CONSTANT && uniform: one element */
     const Onnx__TensorProto *pattern; /* CONSTANT && !uniform: the Expand's data */
-    char chain[256];                /* CONSTANT, f: the ops traced, source first */
+    char *chain;                    /* CONSTANT, f: the ops traced, source first (owned:
+                                     * state_source_clear(); a pointer, not a block, since
+                                     * a plan per node holds one per slot and most are empty) */
+    bool oom;                       /* copying `chain` ran out of memory */
 } state_source;
+
+/* Frees what a source owns (its chain). */
+void state_source_clear(state_source *s);
 
 /* Classifies the value feeding an initial-state slot of a node in scope `s`
  * (`tree` holds every scope: views are followed into If branches). Returns

@@ -17,11 +17,6 @@ enum {
     T_STRING = ONNX__TENSOR_PROTO__DATA_TYPE__STRING,
 };
 
-struct graph_slot {
-    uintptr_t graph;
-    size_t scope;
-};
-
 /* How an op's outputs get their element type. */
 typedef enum type_rule {
     RULE_UNKNOWN,
@@ -120,19 +115,13 @@ static type_rule rule_of(const Onnx__NodeProto *node)
     return hit ? hit->rule : RULE_UNKNOWN;
 }
 
-static int compare_slots(const void *a, const void *b)
-{
-    uintptr_t x = ((const struct graph_slot *)a)->graph, y = ((const struct graph_slot *)b)->graph;
-    return x < y ? -1 : x > y;
-}
-
-/* The position of the scope holding `graph` in the tree, or SIZE_MAX. */
+/* The position of the scope holding `graph` in the tree, or SIZE_MAX: the
+ * tree's own map (a sorted copy of it cost a sort per pass, and a binary
+ * search per lookup, with thousands of If branches). */
 static size_t scope_index(const elem_types *et, const Onnx__GraphProto *graph)
 {
-    struct graph_slot key = { .graph = (uintptr_t)graph };
-    const struct graph_slot *hit =
-        bsearch(&key, et->by_graph, et->n, sizeof *et->by_graph, compare_slots);
-    return hit ? hit->scope : SIZE_MAX;
+    size_t at;
+    return ptrmap_get(&et->tree->by_graph, graph, &at) && at < et->n ? at : SIZE_MAX;
 }
 
 /* The type recorded for `value` in the scope at position i, or 0. */
@@ -378,13 +367,8 @@ bool elem_types_build(elem_types *et, const scope_tree *tree)
     et->tree = tree;
     et->n = tree->n;
     et->types = calloc(tree->n ? tree->n : 1, sizeof *et->types);
-    et->by_graph = calloc(tree->n ? tree->n : 1, sizeof *et->by_graph);
     bool *done = calloc(tree->n ? tree->n : 1, sizeof *done);
-    bool ok = et->types && et->by_graph && done;
-    for (size_t i = 0; ok && i < tree->n; i++)
-        et->by_graph[i] = (struct graph_slot){ (uintptr_t)tree->scopes[i]->graph, i };
-    if (ok)
-        qsort(et->by_graph, et->n, sizeof *et->by_graph, compare_slots);
+    bool ok = et->types && done;
     /* the main graph reaches every subgraph; the loop only guards against a
      * scope no node holds */
     for (size_t i = 0; ok && i < tree->n; i++)
@@ -401,7 +385,6 @@ void elem_types_free(elem_types *et)
     for (size_t i = 0; et->types && i < et->n; i++)
         free(et->types[i]);
     free(et->types);
-    free(et->by_graph);
     memset(et, 0, sizeof *et);
 }
 

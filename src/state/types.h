@@ -28,7 +28,6 @@ typedef struct elem_types {
     /* per scope, in tree order: the TensorProto.DataType of each value of
      * the scope's index (0: not known), parallel to its entries */
     int32_t **types;
-    struct graph_slot *by_graph; /* scope index by graph pointer, sorted */
     size_t n;
     /* The node being typed and the values its inputs name (from the index),
      * so that typing in node order hashes no names. */

@@ -135,6 +135,10 @@ static void test_initial_case(void **state)
     assert_int_equal(src.too_far, c->too_far);
     if (c->kind == SOURCE_INITIALIZER)
         assert_ptr_equal(src.owner, t.tree.scopes[0]);
+    /* a constant or a view names the ops it was traced through */
+    if (c->kind == SOURCE_CONSTANT || c->kind == SOURCE_VIEW_OF_INPUT)
+        assert_non_null(src.chain);
+    state_source_clear(&src);
     trace_close(&t);
 }
 
@@ -156,6 +160,7 @@ static void test_initial_state_from_inside_a_branch(void **state)
     assert_string_equal(src.input, "state");
     /* the branch's output reaches the main graph through the If */
     assert_string_equal(trace_final_state(&t.tree, t.tree.scopes[1], "t", false), "if_out");
+    state_source_clear(&src);
     trace_close(&t);
 }
 
