@@ -15,7 +15,7 @@
  * their answers in the memo. A chain of N values is so answered in N /
  * SHAPE_STACK_DEPTH rounds of SHAPE_STACK_DEPTH steps each, twice over:
  * linear. An answer cut short is kept only for the round that computed it
- * (`epoch`, per thread), where it is reused from as deep or deeper (it would
+ * (`epoch`), where it is reused from as deep or deeper (it would
  * be cut short as well), so that a graph whose walks fan out (Concat(c, c)
  * chains) is walked once per round and not once per path. A deferred value
  * whose own answer waits for values it deferred is marked `queued`; meeting
@@ -25,6 +25,7 @@
  * they are not known (ranks above 4; no exporter writes such chains). */
 #include "analysis/shape.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,14 +136,15 @@ typedef struct deferred_stack {
     bool oom; /* a deferral could not be kept: answer as things stand */
 } deferred_stack;
 
-/* A round of answering: numbered per thread, 0 never. */
-static _Thread_local uint32_t shape_epoch;
+/* A round of answering: numbered across threads (rounds of `-j` workers
+ * never share a number; a relaxed atomic is one instruction, where a
+ * thread-local counter in a shared library is a call), 0 never. */
+static _Atomic uint32_t shape_epoch;
 
 static uint32_t next_epoch(void)
 {
-    if (++shape_epoch == 0)
-        shape_epoch = 1;
-    return shape_epoch;
+    uint32_t e = atomic_fetch_add_explicit(&shape_epoch, 1, memory_order_relaxed) + 1;
+    return e ? e : next_epoch();
 }
 
 /* Ops whose output has input 0's shape. */
@@ -199,12 +201,40 @@ const Onnx__NodeProto *shape_producer_of(const scope *o, const value_entry *e, i
     return node_default_domain(p) || recurrent_op_of(p) ? p : NULL;
 }
 
-static int64_t rank_of_broadcast(shape_query *q, const scope *s, const Onnx__NodeProto *p,
-                                 int depth)
+static int64_t rank_at(shape_query *q, const scope *o, const value_entry *e, int depth);
+
+/* Input k of node `node` of o's graph as scope_lookup() finds it (*owner
+ * its scope), through the index's node_values: no name hashed. NULL for an
+ * empty name or one no scope defines. */
+static const value_entry *input_entry(const scope *o, int node, size_t k, const scope **owner)
+{
+    int id = graph_index_node_inputs(&o->index, (size_t)node)[k];
+    if (id < 0)
+        return NULL;
+    const value_entry *e = &o->index.values[id];
+    if (e->producer >= 0 || e->graph_input >= 0 || e->initializer >= 0) {
+        *owner = o;
+        return e;
+    }
+    return o->parent ? scope_lookup(o->parent, e->name, owner) : NULL; /* an outer value */
+}
+
+/* The rank of input k of node `node` of o's graph. */
+static int64_t input_rank(shape_query *q, const scope *o, int node, size_t k, int depth)
+{
+    const scope *io = NULL;
+    const value_entry *ie = input_entry(o, node, k, &io);
+    return ie ? rank_at(q, io, ie, depth) : -1;
+}
+
+/* The largest rank of the inputs of node `node` (p) of o's graph, or -1
+ * when one is not known. */
+static int64_t rank_of_broadcast(shape_query *q, const scope *o, int node,
+                                 const Onnx__NodeProto *p, int depth)
 {
     int64_t rank = -1;
     for (size_t i = 0; i < p->n_input; i++) {
-        int64_t r = rank_of(q, s, str_or_empty(p->input[i]), depth + 1);
+        int64_t r = input_rank(q, o, node, i, depth + 1);
         if (r < 0)
             return -1;
         rank = r > rank ? r : rank;
@@ -247,32 +277,32 @@ static int64_t compute_rank(shape_query *q, const scope *o, const value_entry *e
     if (node_op_in(p, same_shape_ops) || node_op_is(p, "Transpose") || node_op_is(p, "Concat") ||
         node_op_is(p, "Slice") || node_op_in(p, batch_keeping_ops) || node_op_is(p, "Pad") ||
         node_op_is(p, "Tile") || node_op_is(p, "Resize"))
-        return rank_of(q, o, in0, depth + 1);
+        return input_rank(q, o, e->producer, 0, depth + 1);
     if (node_op_is(p, "MatMul") || node_op_in(p, broadcast_ops))
-        return rank_of_broadcast(q, o, p, depth);
+        return rank_of_broadcast(q, o, e->producer, p, depth);
     if (node_op_is(p, "Gemm"))
         return 2;
     int64_t *vals = NULL, rank = -1;
     size_t n = 0;
     if (node_op_in(p, reduce_ops) && node_attr_int(p, "keepdims", 1) != 0) {
-        rank = rank_of(q, o, in0, depth + 1);
+        rank = input_rank(q, o, e->producer, 0, depth + 1);
     } else if (node_op_in(p, reduce_ops) && node_ints(o, p, "axes", 1, &vals, &n)) {
-        int64_t r = rank_of(q, o, in0, depth + 1);
+        int64_t r = input_rank(q, o, e->producer, 0, depth + 1);
         rank = r >= (int64_t)n ? r - (int64_t)n : -1;
     } else if ((node_op_is(p, "Squeeze") || node_op_is(p, "Unsqueeze")) &&
                node_ints(o, p, "axes", 1, &vals, &n)) {
-        int64_t r = rank_of(q, o, in0, depth + 1);
+        int64_t r = input_rank(q, o, e->producer, 0, depth + 1);
         if (r >= 0)
             rank = node_op_is(p, "Squeeze") ? r - (int64_t)n : r + (int64_t)n;
     } else if (node_op_is(p, "Shape") || node_op_is(p, "Range")) {
         rank = 1;
     } else if (node_op_is(p, "Gather") && p->n_input > 1) {
-        int64_t data = rank_of(q, o, in0, depth + 1), idx = rank_of(q, o, node_input(p, 1), depth + 1);
+        int64_t data = input_rank(q, o, e->producer, 0, depth + 1), idx = input_rank(q, o, e->producer, 1, depth + 1);
         rank = data >= 1 && idx >= 0 ? data + idx - 1 : -1;
     } else if ((node_op_is(p, "Reshape") || node_op_is(p, "Expand")) && p->n_input > 1) {
         rank = shape_length(q, o, node_input(p, 1), depth);
         if (node_op_is(p, "Expand")) { /* broadcast: the larger rank */
-            int64_t r = rank_of(q, o, in0, depth + 1);
+            int64_t r = input_rank(q, o, e->producer, 0, depth + 1);
             rank = rank < 0 || r < 0 ? -1 : r > rank ? r : rank;
         }
     } else if (node_op_is(p, "ConstantOfShape")) {
@@ -281,8 +311,6 @@ static int64_t compute_rank(shape_query *q, const scope *o, const value_entry *e
     free(vals);
     return rank;
 }
-
-static int64_t rank_at(shape_query *q, const scope *o, const value_entry *e, int depth);
 
 /* The rank of `value`, or -1 when unknown; memoized. */
 static int64_t rank_of(shape_query *q, const scope *s, const char *value, int depth)
@@ -490,10 +518,10 @@ static bool through_recurrent(shape_query *q, const scope *s, const Onnx__NodePr
 /* For a broadcasting op: an operand of the output's rank whose dimension is
  * a name or larger than 1 gives the output's (the others are equal or 1);
  * one where every operand has 1 is 1. Constants count like the others. */
-static bool through_broadcast(shape_query *q, const scope *s, const Onnx__NodeProto *p,
+static bool through_broadcast(shape_query *q, const scope *s, int node, const Onnx__NodeProto *p,
                               int64_t axis, int depth, dim_info *out)
 {
-    int64_t out_rank = rank_of_broadcast(q, s, p, depth);
+    int64_t out_rank = rank_of_broadcast(q, s, node, p, depth);
     if (out_rank < 0)
         return true;
     size_t ones = 0, operands = 0;
@@ -686,7 +714,7 @@ static bool through_producer(shape_query *q, const scope *o, const value_entry *
     if (node_op_is(p, "MatMul") || node_op_is(p, "Gemm"))
         return through_matmul(q, o, p, value, axis, depth, out);
     if (node_op_in(p, broadcast_ops))
-        return through_broadcast(q, o, p, axis, depth, out);
+        return through_broadcast(q, o, e->producer, p, axis, depth, out);
     if (node_op_is(p, "Concat")) {
         int64_t r = rank_of(q, o, in0, depth + 1), c = node_attr_int(p, "axis", 0);
         if (r < 0)
@@ -1015,6 +1043,11 @@ static bool ask_rank(shape_query *q, void *arg)
 
 int64_t infer_rank_of(const scope *o, const value_entry *e)
 {
+    /* asked of every input of every node by the stream analysis: a final
+     * answer is read without a driver */
+    const rank_memo *m = memo_entry_find(o, e, MEMO_SLOT_RANK, 0);
+    if (m && m->h.state == MEMO_DONE && !m->h.cut)
+        return m->rank;
     rank_question r = { o, e, -1 };
     shape_drive(false, ask_rank, &r);
     return r.rank;
