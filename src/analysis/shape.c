@@ -179,7 +179,25 @@ typedef struct shape_query {
     const char *input;
     const value_entry *input_entry; /* its entry in the main graph's index */
     int64_t input_axis;
+    /* input 0 of the producer through_producer() last followed: the name
+     * (the node's own string, compared by address), the scope it is read
+     * in, and what scope_lookup() finds for it, found through the index's
+     * node_values: the through_* steps ask for it several times */
+    const char *in0;
+    const scope *in0_scope, *in0_owner;
+    const value_entry *in0_entry;
 } shape_query;
+
+/* scope_lookup(), or the answer through_producer() found for input 0. */
+static const value_entry *query_lookup(const shape_query *q, const scope *s, const char *value,
+                                       const scope **o)
+{
+    if (value == q->in0 && s == q->in0_scope) {
+        *o = q->in0_owner;
+        return q->in0_entry;
+    }
+    return scope_lookup(s, value, o);
+}
 
 static int64_t rank_of(shape_query *q, const scope *s, const char *value, int depth);
 static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int64_t axis,
@@ -316,7 +334,7 @@ static int64_t compute_rank(shape_query *q, const scope *o, const value_entry *e
 static int64_t rank_of(shape_query *q, const scope *s, const char *value, int depth)
 {
     const scope *o;
-    const value_entry *e = scope_lookup(s, value, &o);
+    const value_entry *e = query_lookup(q, s, value, &o);
     return e ? rank_at(q, o, e, depth) : -1;
 }
 
@@ -689,6 +707,10 @@ static bool through_producer(shape_query *q, const scope *o, const value_entry *
     if (!p || p->n_input == 0)
         return true;
     const char *in0 = str_or_empty(p->input[0]);
+    q->in0 = in0;
+    q->in0_scope = o;
+    q->in0_owner = NULL;
+    q->in0_entry = input_entry(o, e->producer, 0, &q->in0_owner);
     if (node_op_is(p, "Slice") && (q->to_input || !slice_cuts(o, p, axis)))
         return infer_dim_at(q, o, in0, axis, depth + 1, out); /* the same axis (shorter) */
     if (recurrent_op_of(p))
@@ -910,7 +932,7 @@ static bool infer_dim_at(shape_query *q, const scope *s, const char *value, int6
                          int depth, dim_info *out)
 {
     const scope *o;
-    const value_entry *e = scope_lookup(s, value, &o);
+    const value_entry *e = query_lookup(q, s, value, &o);
     return !e || axis < 0 || dim_at(q, value, o, e, axis, depth, out);
 }
 
