@@ -155,8 +155,8 @@ const char *const same_shape_ops[] = {
     "Ceil", "Round", "Sign", "Sin", "Cos", "LayerNormalization", "BatchNormalization",
     "InstanceNormalization", "QuantizeLinear", "DequantizeLinear", NULL
 };
-static const char *const broadcast_ops[] = { "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
-                                             "Sum", "Mean", "Where", NULL };
+/* Broadcasting ops (IN_BROADCAST below): Add, Sub, Mul, Div, Pow, Max, Min,
+ * Sum, Mean, Where. */
 /* Ops on [N, C, spatial...] whose output keeps input 0's rank and batch N
  * (axis 0); the other axes change. */
 const char *const batch_keeping_ops[] = { "Conv", "ConvTranspose", "ConvInteger",
@@ -164,10 +164,66 @@ const char *const batch_keeping_ops[] = { "Conv", "ConvTranspose", "ConvInteger"
                                                  "GlobalAveragePool", "GlobalMaxPool",
                                                  "GlobalLpPool", NULL };
 /* Ops that reduce the axes in their "axes" attribute or input 1 (all of them
- * when absent), keeping them as 1 unless keepdims is 0. */
-static const char *const reduce_ops[] = { "ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum",
-                                          "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-                                          "ReduceLogSumExp", "ReduceSumSquare", NULL };
+ * when absent), keeping them as 1 unless keepdims is 0 (IN_REDUCE below):
+ * ReduceMax, ReduceMin, ReduceMean, ReduceSum, ReduceProd, ReduceL1,
+ * ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare. */
+
+/* Which of the lists above an op is in, as bits (the two exported ones are
+ * still read elsewhere): one binary search instead
+ * of a walk along each list (asked of every value whose rank or dimension
+ * is computed). */
+enum { IN_SAME_SHAPE = 1, IN_BROADCAST = 2, IN_BATCH_KEEPING = 4, IN_REDUCE = 8 };
+
+typedef struct listed_op {
+    const char *op;
+    unsigned lists;
+} listed_op;
+
+/* Every op of the four lists, sorted by strcmp(); an op added to
+ * same_shape_ops or batch_keeping_ops is added here too. */
+static const listed_op listed_ops[] = {
+    { "Abs", IN_SAME_SHAPE }, { "Add", IN_BROADCAST }, { "AveragePool", IN_BATCH_KEEPING },
+    { "BatchNormalization", IN_SAME_SHAPE }, { "Cast", IN_SAME_SHAPE }, { "Ceil", IN_SAME_SHAPE },
+    { "Clip", IN_SAME_SHAPE }, { "Conv", IN_BATCH_KEEPING }, { "ConvInteger", IN_BATCH_KEEPING },
+    { "ConvTranspose", IN_BATCH_KEEPING }, { "Cos", IN_SAME_SHAPE },
+    { "DequantizeLinear", IN_SAME_SHAPE }, { "Div", IN_BROADCAST }, { "Dropout", IN_SAME_SHAPE },
+    { "Elu", IN_SAME_SHAPE }, { "Erf", IN_SAME_SHAPE }, { "Exp", IN_SAME_SHAPE },
+    { "Floor", IN_SAME_SHAPE }, { "Gelu", IN_SAME_SHAPE },
+    { "GlobalAveragePool", IN_BATCH_KEEPING }, { "GlobalLpPool", IN_BATCH_KEEPING },
+    { "GlobalMaxPool", IN_BATCH_KEEPING }, { "HardSigmoid", IN_SAME_SHAPE },
+    { "HardSwish", IN_SAME_SHAPE }, { "Identity", IN_SAME_SHAPE },
+    { "InstanceNormalization", IN_SAME_SHAPE }, { "LayerNormalization", IN_SAME_SHAPE },
+    { "LeakyRelu", IN_SAME_SHAPE }, { "Log", IN_SAME_SHAPE }, { "LogSoftmax", IN_SAME_SHAPE },
+    { "LpPool", IN_BATCH_KEEPING }, { "Max", IN_BROADCAST }, { "MaxPool", IN_BATCH_KEEPING },
+    { "Mean", IN_BROADCAST }, { "Min", IN_BROADCAST }, { "Mul", IN_BROADCAST },
+    { "Neg", IN_SAME_SHAPE }, { "Not", IN_SAME_SHAPE }, { "PRelu", IN_SAME_SHAPE },
+    { "Pow", IN_BROADCAST }, { "QuantizeLinear", IN_SAME_SHAPE }, { "Reciprocal", IN_SAME_SHAPE },
+    { "ReduceLogSum", IN_REDUCE }, { "ReduceLogSumExp", IN_REDUCE }, { "ReduceMax", IN_REDUCE },
+    { "ReduceMean", IN_REDUCE }, { "ReduceMin", IN_REDUCE }, { "ReduceProd", IN_REDUCE },
+    { "ReduceSum", IN_REDUCE }, { "ReduceSumSquare", IN_REDUCE }, { "Relu", IN_SAME_SHAPE },
+    { "Round", IN_SAME_SHAPE }, { "Selu", IN_SAME_SHAPE }, { "Sigmoid", IN_SAME_SHAPE },
+    { "Sign", IN_SAME_SHAPE }, { "Sin", IN_SAME_SHAPE }, { "Softmax", IN_SAME_SHAPE },
+    { "Softplus", IN_SAME_SHAPE }, { "Softsign", IN_SAME_SHAPE }, { "Sqrt", IN_SAME_SHAPE },
+    { "Sub", IN_BROADCAST }, { "Sum", IN_BROADCAST }, { "Tanh", IN_SAME_SHAPE },
+    { "Where", IN_BROADCAST },
+};
+
+static unsigned op_lists(const Onnx__NodeProto *p)
+{
+    const char *t = str_or_empty(p->op_type);
+    size_t lo = 0, hi = sizeof listed_ops / sizeof listed_ops[0];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(t, listed_ops[mid].op);
+        if (!c)
+            return listed_ops[mid].lists;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return 0;
+}
 
 typedef struct shape_query {
     bool cut;         /* an answer was cut short: a value was deferred */
@@ -292,19 +348,20 @@ static int64_t compute_rank(shape_query *q, const scope *o, const value_entry *e
     const char *in0 = str_or_empty(p->input[0]);
     if (recurrent_op_of(p))
         return slot == 0 ? 4 : 3;
-    if (node_op_in(p, same_shape_ops) || node_op_is(p, "Transpose") || node_op_is(p, "Concat") ||
-        node_op_is(p, "Slice") || node_op_in(p, batch_keeping_ops) || node_op_is(p, "Pad") ||
+    unsigned in = op_lists(p);
+    if ((in & IN_SAME_SHAPE) || node_op_is(p, "Transpose") || node_op_is(p, "Concat") ||
+        node_op_is(p, "Slice") || (in & IN_BATCH_KEEPING) || node_op_is(p, "Pad") ||
         node_op_is(p, "Tile") || node_op_is(p, "Resize"))
         return input_rank(q, o, e->producer, 0, depth + 1);
-    if (node_op_is(p, "MatMul") || node_op_in(p, broadcast_ops))
+    if (node_op_is(p, "MatMul") || (in & IN_BROADCAST))
         return rank_of_broadcast(q, o, e->producer, p, depth);
     if (node_op_is(p, "Gemm"))
         return 2;
     int64_t *vals = NULL, rank = -1;
     size_t n = 0;
-    if (node_op_in(p, reduce_ops) && node_attr_int(p, "keepdims", 1) != 0) {
+    if ((in & IN_REDUCE) && node_attr_int(p, "keepdims", 1) != 0) {
         rank = input_rank(q, o, e->producer, 0, depth + 1);
-    } else if (node_op_in(p, reduce_ops) && node_ints(o, p, "axes", 1, &vals, &n)) {
+    } else if ((in & IN_REDUCE) && node_ints(o, p, "axes", 1, &vals, &n)) {
         int64_t r = input_rank(q, o, e->producer, 0, depth + 1);
         rank = r >= (int64_t)n ? r - (int64_t)n : -1;
     } else if ((node_op_is(p, "Squeeze") || node_op_is(p, "Unsqueeze")) &&
@@ -715,14 +772,15 @@ static bool through_producer(shape_query *q, const scope *o, const value_entry *
         return infer_dim_at(q, o, in0, axis, depth + 1, out); /* the same axis (shorter) */
     if (recurrent_op_of(p))
         return through_recurrent(q, o, p, slot, axis, depth, out);
-    if (node_op_in(p, same_shape_ops))
+    unsigned in = op_lists(p);
+    if ((in & IN_SAME_SHAPE))
         return infer_dim_at(q, o, in0, axis, depth + 1, out);
-    if (node_op_in(p, batch_keeping_ops))
+    if ((in & IN_BATCH_KEEPING))
         return axis == 0 ? infer_dim_at(q, o, in0, axis, depth + 1, out)
                          : through_window(q, o, p, axis, depth, out);
     if (node_op_is(p, "Pad"))
         return through_pad(q, o, p, axis, depth, out);
-    if (node_op_in(p, reduce_ops))
+    if ((in & IN_REDUCE))
         return through_removed_axes(q, o, p, node_attr_int(p, "keepdims", 1) != 0, axis, depth,
                                     out);
     if (node_op_is(p, "Squeeze"))
@@ -735,7 +793,7 @@ static bool through_producer(shape_query *q, const scope *o, const value_entry *
         return through_reshape(q, o, p, axis, depth, out);
     if (node_op_is(p, "MatMul") || node_op_is(p, "Gemm"))
         return through_matmul(q, o, p, value, axis, depth, out);
-    if (node_op_in(p, broadcast_ops))
+    if ((in & IN_BROADCAST))
         return through_broadcast(q, o, e->producer, p, axis, depth, out);
     if (node_op_is(p, "Concat")) {
         int64_t r = rank_of(q, o, in0, depth + 1), c = node_attr_int(p, "axis", 0);
