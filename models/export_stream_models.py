@@ -40,6 +40,7 @@ T = 24      # test frames: a multiple of every chunk multiple used here (1, 2)
 FEAT = 8    # input features
 HID = 12    # hidden size
 CH = 6      # conv channels
+DEEP_LAYERS = 80  # deep_gru_stack: GRU layers
 
 
 # --------------------------------------------------------------------------
@@ -291,6 +292,21 @@ class BiGru(nn.Module):
         return y
 
 
+class DeepGruStack(nn.Module):
+    """80 GRU layers, each with its own weights, one after the other: a chain
+    far deeper than any bound on a walk back to the input (issue 24)."""
+
+    def __init__(self):
+        super().__init__()
+        self.grus = nn.ModuleList(nn.GRU(FEAT if i == 0 else 4, 4, batch_first=True)
+                                  for i in range(DEEP_LAYERS))
+
+    def forward(self, x):
+        for gru in self.grus:
+            x, _ = gru(x)
+        return x
+
+
 class MeanNormGru(nn.Module):
     """Cepstral mean normalisation: x minus its mean over time, then a GRU."""
 
@@ -431,6 +447,11 @@ MODELS = [
      "x [B,T,8] -> InstanceNorm1d(8, affine) on [B,8,T] (InstanceNormalization over time) -> GRU(8,12)",
      InstanceNormGru, [("x", [B, T, FEAT], 1)], [("y", 1)], {"x": BT, "y": BT}, [],
      cannot(1, [{"op": "InstanceNormalization", "reason_contains": "time"}])),
+    ("deep_gru_stack",
+     "x [B,T,8] -> 80 GRU layers (GRU(8,4), then GRU(4,4) x 79, each with its own weights), one after "
+     "the other: the time axis traces back through every one (issue 24: no depth bound)",
+     DeepGruStack, [("x", [B, T, FEAT], 1)], [("y", 1)], {"x": BT, "y": BT}, [],
+     exact(1, 0, DEEP_LAYERS)),
 ]
 
 

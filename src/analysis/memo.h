@@ -11,7 +11,7 @@
  * The tables are freed with the index, so an answer never outlives the graph
  * it describes.
  *
- * Recursive walks are bounded by MAX_TRACE_DEPTH steps. An answer cut short
+ * The state tracing's recursive walks are bounded by MAX_TRACE_DEPTH steps. An answer cut short
  * by that bound records it (`cut`) and the depth it was computed at; it is
  * computed again only when the value is reached nearer the start of a walk,
  * so each value is computed at most MAX_TRACE_DEPTH times and answers do not
@@ -26,7 +26,11 @@
 
 #include "scope.h"
 
-/* Walks back from a value follow at most this many nodes. */
+/* The walks of state/trace.c and state/own_caches.c follow at most this
+ * many nodes back from a value. analysis/shape.c's walks (ranks,
+ * dimensions, the time axis traced to an input) have no depth bound: they
+ * defer what lies deeper than their stack allows and answer it first
+ * (shape.c's opening comment). */
 #define MAX_TRACE_DEPTH 64
 
 typedef enum memo_state { MEMO_NONE, MEMO_BUSY, MEMO_DONE } memo_state;

@@ -17,11 +17,15 @@ time_state time_moved(time_state t, int axis)
 
 /* Elementwise and broadcasting ops: the time axis keeps its place counted
  * from the last axis. */
+#define RANKS_KEPT 8 /* inputs whose ranks on_elementwise keeps (Sum may have more) */
+
 void on_elementwise(stream_walk *w, const node_view *v)
 {
-    int64_t out_rank = -1;
+    int64_t out_rank = -1, ranks[RANKS_KEPT];
     for (size_t i = 0; i < v->n->n_input; i++) {
         int64_t r = view_rank(v, i);
+        if (i < RANKS_KEPT)
+            ranks[i] = r;
         out_rank = r > out_rank ? r : out_rank;
     }
     time_state out = { .kind = T_NONE };
@@ -29,7 +33,7 @@ void on_elementwise(stream_walk *w, const node_view *v)
         time_state t = view_state(v, i);
         if (!carries_time(&t))
             continue;
-        int64_t r = view_rank(v, i);
+        int64_t r = i < RANKS_KEPT ? ranks[i] : view_rank(v, i);
         if (r < 0 || out_rank < 0) {
             unknown_op(w, v, "the ranks of its inputs are not known");
             return;

@@ -242,12 +242,111 @@ static void test_infer_dim(void **state)
     trace_close(&t);
 }
 
+/* A chain of `n` nodes of op `op` (one input each, or the value twice for
+ * a two-input op) from X to "end". */
+static Onnx__ModelProto *chain_of(const char *op, bool twice, size_t n)
+{
+    Onnx__ModelProto *m = base();
+    char in[64] = "X", out[64], inputs[160], name[64];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(out, sizeof out, i + 1 == n ? "end" : "v%zu", i);
+        snprintf(name, sizeof name, "n%zu", i);
+        snprintf(inputs, sizeof inputs, twice ? "%s,%s" : "%s", in, in);
+        mb_node(m, op, name, inputs, out);
+        memcpy(in, out, sizeof in);
+    }
+    mb_output(m, "end", MB_FLOAT, NULL);
+    return m;
+}
+
+/* Issue 24: no depth cut-off. Asked first from the far end of a chain far
+ * deeper than a walk's stack allows (so every answer on the way is
+ * deferred and answered in rounds), rank, dimensions and the time axis
+ * trace back to X; then every value of the chain answers at once. */
+static void test_a_deep_chain_is_followed_to_its_end(void **state)
+{
+    (void)state;
+    traced t;
+    trace_open(chain_of("Relu", false, 20000), &t);
+    const scope *s = t.tree.scopes[0];
+    const char *input = NULL;
+    int64_t axis = -1;
+    assert_true(trace_axis_to_input(s, "end", 0, &input, &axis));
+    assert_non_null(input);
+    assert_string_equal(input, "X");
+    assert_int_equal(axis, 0);
+    assert_int_equal(infer_rank(s, "end"), 3);
+    dim_info d = { 0 };
+    assert_true(infer_dim(s, "end", 1, &d));
+    assert_true(d.known);
+    assert_string_equal(d.param, "batch");
+    assert_true(infer_dim(s, "end", 2, &d));
+    assert_true(d.known && !d.param);
+    assert_int_equal(d.value, 3);
+    assert_true(infer_dim(s, "v5000", 2, &d));
+    assert_int_equal(d.value, 3);
+    dim_info_clear(&d);
+    assert_true(trace_axis_to_input(s, "v17777", 0, &input, &axis));
+    assert_string_equal(input, "X");
+    trace_close(&t);
+}
+
+/* Add(v, v) reads every value twice: 2^N paths, each value walked once
+ * per round, whatever the depth. */
+static void test_a_deep_chain_read_twice_is_walked_once(void **state)
+{
+    (void)state;
+    traced t;
+    trace_open(chain_of("Add", true, 5000), &t);
+    const scope *s = t.tree.scopes[0];
+    const char *input = NULL;
+    int64_t axis = -1;
+    assert_true(trace_axis_to_input(s, "end", 0, &input, &axis));
+    assert_non_null(input);
+    assert_string_equal(input, "X");
+    assert_int_equal(infer_rank(s, "end"), 3);
+    dim_info d = { 0 };
+    assert_true(infer_dim(s, "end", 2, &d));
+    assert_int_equal(d.value, 3);
+    dim_info_clear(&d);
+    trace_close(&t);
+}
+
+/* An invalid graph: a cycle of 500 Relus fed by nothing else. Every
+ * question ends, answered "not known". */
+static void test_a_deep_cycle_ends_not_known(void **state)
+{
+    (void)state;
+    Onnx__ModelProto *m = base();
+    char in[32], out[32], name[32];
+    for (size_t i = 0; i < 500; i++) {
+        snprintf(in, sizeof in, "c%zu", (i + 499) % 500);
+        snprintf(out, sizeof out, "c%zu", i);
+        snprintf(name, sizeof name, "n%zu", i);
+        mb_node(m, "Relu", name, in, out);
+    }
+    mb_output(m, "c0", MB_FLOAT, NULL);
+    traced t;
+    trace_open(m, &t);
+    const scope *s = t.tree.scopes[0];
+    const char *input = NULL;
+    int64_t axis = -1;
+    assert_true(trace_axis_to_input(s, "c250", 0, &input, &axis));
+    assert_null(input);
+    assert_int_equal(infer_rank(s, "c0"), -1);
+    dim_info d = { 0 };
+    assert_true(infer_dim(s, "c7", 1, &d));
+    assert_false(d.known);
+    assert_int_equal(infer_rank(s, "c499"), -1);
+    trace_close(&t);
+}
+
 #define N_INITIAL (sizeof initial_cases / sizeof initial_cases[0])
 #define N_FINAL (sizeof final_cases / sizeof final_cases[0])
 
 int main(void)
 {
-    struct CMUnitTest tests[N_INITIAL + N_FINAL + 2];
+    struct CMUnitTest tests[N_INITIAL + N_FINAL + 5];
     size_t n = 0;
     for (size_t i = 0; i < N_INITIAL; i++)
         tests[n++] = (struct CMUnitTest){ .name = initial_cases[i].why,
@@ -259,5 +358,8 @@ int main(void)
                                           .initial_state = (void *)&final_cases[i] };
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_initial_state_from_inside_a_branch);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_infer_dim);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_a_deep_chain_is_followed_to_its_end);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_a_deep_chain_read_twice_is_walked_once);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_a_deep_cycle_ends_not_known);
     return _cmocka_run_group_tests("state_trace", tests, n, NULL, NULL);
 }
