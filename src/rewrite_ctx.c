@@ -52,15 +52,9 @@ char *expand_name_template(const char *tmpl, const char *op, int k, const char *
                            const char *slot)
 {
     strbuf sb = STRBUF_INIT;
-    char digits[16];
-    size_t at = sizeof digits;
-    unsigned u = k < 0 ? 0u - (unsigned)k : (unsigned)k;
-    do {
-        digits[--at] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (k < 0)
-        digits[--at] = '-';
+    char digits[INT_DIGITS_SIZE];
+    size_t n_digits;
+    const char *number = int_digits(digits, k, &n_digits);
     const char *p = tmpl ? tmpl : RNNSTATE_DEFAULT_NAME_TEMPLATE;
     while (*p) {
         const char *run = p;
@@ -73,7 +67,7 @@ char *expand_name_template(const char *tmpl, const char *op, int k, const char *
             sb_adds(&sb, op);
             p += 4;
         } else if (!strncmp(p, "{k}", 3)) {
-            sb_add(&sb, digits + at, sizeof digits - at);
+            sb_add(&sb, number, n_digits);
             p += 3;
         } else if (!strncmp(p, "{name}", 6)) {
             sb_adds(&sb, node_name);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util/array.h"
+#include "util/strbuf.h"
 #include "state/chains.h"
 #include "state/contract.h"
 #include "state/plan.h"
@@ -256,23 +257,16 @@ static const char *analyse(rewrite_ctx *ctx, const elem_types *types, node_plan 
  * written without printf (one per recurrent node). */
 static void set_prefix(recurrent_shape *rs, const char *op, int k)
 {
-    char digits[16];
-    size_t at = sizeof digits;
-    unsigned u = k < 0 ? 0u - (unsigned)k : (unsigned)k;
-    do {
-        digits[--at] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (k < 0)
-        digits[--at] = '-';
+    char digits[INT_DIGITS_SIZE];
+    size_t n_digits;
+    const char *number = int_digits(digits, k, &n_digits);
     size_t room = sizeof rs->prefix - 1, n = strlen(op);
     n = n < room ? n : room;
     memcpy(rs->prefix, op, n);
     if (n < room)
         rs->prefix[n++] = '_';
-    size_t m = sizeof digits - at;
-    m = m < room - n ? m : room - n;
-    memcpy(rs->prefix + n, digits + at, m);
+    size_t m = n_digits < room - n ? n_digits : room - n;
+    memcpy(rs->prefix + n, number, m);
     rs->prefix[n + m] = '\0';
 }
 

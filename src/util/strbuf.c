@@ -319,6 +319,20 @@ void escape_into(char *out, size_t size, const char *s)
     sb_release(&sb);
 }
 
+const char *int_digits(char digits[INT_DIGITS_SIZE], int k, size_t *len)
+{
+    size_t at = INT_DIGITS_SIZE;
+    unsigned u = k < 0 ? 0u - (unsigned)k : (unsigned)k;
+    do {
+        digits[--at] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (k < 0)
+        digits[--at] = '-';
+    *len = INT_DIGITS_SIZE - at;
+    return digits + at;
+}
+
 char *str_vformat(const char *fmt, va_list ap)
 {
     /* formatted once into a block on the stack when it fits (messages and

@@ -44,6 +44,11 @@ void sb_addf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* A new malloc'd string formatted from `fmt` and `ap` (which it consumes),
  * or NULL when memory runs out. */
 char *str_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* k in decimal, written at the end of `digits` without printf (names are
+ * numbered tens of thousands of times in a chained model); returns where
+ * it starts, its length in *len. */
+#define INT_DIGITS_SIZE 16
+const char *int_digits(char digits[INT_DIGITS_SIZE], int k, size_t *len);
 /* Names from a model are untrusted bytes; these are the only ways they are
  * printed (docs/reliability.md). Text: a backslash becomes \\, newline,
  * return and tab \n \r \t, other ASCII controls and each byte that is not
